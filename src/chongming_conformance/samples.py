@@ -1,0 +1,153 @@
+"""Deterministic sample records for the contract suite and for authors' own tests.
+
+Example-based checks want readable, fixed data; hypothesis strategies (in
+``chongming_conformance.strategies``) want generated data. This module is the
+former. Times are offsets in seconds from a fixed instant ``T0`` so a test can
+say ``at(30)`` instead of spelling out datetimes, and ``full_snapshot`` sets
+every optional field with the values that catch silent losses: non-UTC and
+non-whole-hour offsets, microseconds, unicode, tags that collide as substrings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+
+from .model import (
+    Command,
+    CommandKind,
+    Failure,
+    Progress,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+
+__all__ = [
+    "KATHMANDU",
+    "ST_JOHNS",
+    "T0",
+    "at",
+    "command",
+    "full_command",
+    "full_snapshot",
+    "full_transition",
+    "snapshot",
+    "transition",
+]
+
+#: The fixed instant every sample is relative to (has microseconds on purpose).
+T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+#: +05:45 -- a non-whole-hour offset east of UTC.
+KATHMANDU = timezone(timedelta(hours=5, minutes=45), "+05:45")
+#: -03:30 -- a non-whole-hour offset west of UTC.
+ST_JOHNS = timezone(-timedelta(hours=3, minutes=30), "-03:30")
+
+
+def at(seconds: float, tz: tzinfo = UTC) -> datetime:
+    """The instant ``T0 + seconds``, expressed in ``tz``."""
+    return (T0 + timedelta(seconds=seconds)).astimezone(tz)
+
+
+def snapshot(
+    task_id: str = "task-1",
+    *,
+    name: str = "job",
+    status: TaskStatus = TaskStatus.PENDING,
+    version: int = 1,
+    created: float = 0.0,
+    **changes: object,
+) -> TaskSnapshot:
+    """A minimal snapshot (optional fields unset) created at ``at(created)``."""
+    base = TaskSnapshot(
+        task_id=task_id,
+        name=name,
+        status=status,
+        status_version=version,
+        created_at=at(created),
+        updated_at=at(created),
+    )
+    return base.evolve(**changes) if changes else base
+
+
+def full_snapshot(task_id: str = "task-full", **changes: object) -> TaskSnapshot:
+    """A snapshot with every optional field set, in mixed offsets, with unicode."""
+    base = TaskSnapshot(
+        task_id=task_id,
+        name="训练 模型 — naïve ☃ 𝔘𝔫𝔦",
+        status=TaskStatus.FAILED,
+        status_version=7,
+        created_at=at(1.000001, KATHMANDU),
+        updated_at=at(2.5, ST_JOHNS),
+        started_at=at(1.25, KATHMANDU),
+        finished_at=at(2.499999, ST_JOHNS),
+        tags=frozenset({"io", "ios", "gpu:a100", "标签", 'q"uote'}),
+        bucket=17,
+        pipeline_run_id="run-Ω-42",
+        progress=Progress(done=41, total=100, message="step 41/100 — ½ done"),
+        failure=Failure(
+            error_type="ValueError", message="bad input: «x»", detail="Trace…\n  line 1"
+        ),
+        heartbeat_at=at(2.25, KATHMANDU),
+        lease_owner="supervisor-β",
+        lease_until=at(60.000123, ST_JOHNS),
+    )
+    return base.evolve(**changes) if changes else base
+
+
+def transition(
+    task_id: str = "task-1",
+    version: int = 1,
+    *,
+    to: TaskStatus = TaskStatus.RUNNING,
+    from_: TaskStatus | None = TaskStatus.PENDING,
+    when: float = 0.0,
+    reason: str | None = None,
+) -> Transition:
+    """A transition of ``task_id`` to ``version`` at ``at(when)``."""
+    return Transition(
+        task_id=task_id,
+        version=version,
+        from_status=from_,
+        to_status=to,
+        at=at(when),
+        reason=reason,
+    )
+
+
+def full_transition(task_id: str = "task-full", version: int = 3) -> Transition:
+    """A transition with every field set, a non-UTC offset and unicode."""
+    return Transition(
+        task_id=task_id,
+        version=version,
+        from_status=TaskStatus.RUNNING,
+        to_status=TaskStatus.CANCELLED,
+        at=at(3.000007, KATHMANDU),
+        reason="stopped by «operator» ☃",
+    )
+
+
+def command(
+    command_id: str = "cmd-1",
+    task_id: str = "task-1",
+    *,
+    created: float = 0.0,
+    kind: CommandKind = CommandKind.STOP,
+    issued_by: str = "controller-a",
+) -> Command:
+    """An unleased, unfinished command created at ``at(created)``."""
+    return Command(
+        command_id=command_id,
+        task_id=task_id,
+        kind=kind,
+        issued_by=issued_by,
+        created_at=at(created),
+    )
+
+
+def full_command(command_id: str = "cmd-full", task_id: str = "task-full") -> Command:
+    """A command with every submit-time field set, a non-UTC offset and unicode."""
+    return replace(
+        command(command_id, task_id, kind=CommandKind.RETRY, issued_by="worker-β ☃"),
+        created_at=at(4.000009, ST_JOHNS),
+    )
