@@ -1,0 +1,664 @@
+"""PostgreSQL TaskStore on psycopg 3 + psycopg_pool: the multi-node template.
+
+What it guarantees, and why:
+
+* **save is one statement.** ``UPDATE tasks SET <every column but the lease>
+  WHERE task_id = %s AND status_version = %s``; the row count says whether it
+  won. Check and write cannot be split by another writer: a concurrent UPDATE
+  of the same row waits for the row lock and then re-evaluates the WHERE
+  against the committed row, so of N savers at one version exactly one wins.
+  The lease columns are absent from the SET list, so a save never clobbers
+  the lease that ``touch`` wrote.
+* **claim_commands is one statement**: a CTE picks the oldest claimable rows
+  ``FOR UPDATE SKIP LOCKED ... LIMIT n`` and the outer UPDATE leases exactly
+  those (``RETURNING``). Rows another consumer is leasing right now are
+  skipped instead of waited for, and a row is never handed to two consumers.
+  The ``WHERE id IN (subselect ... LIMIT)`` form is avoided on purpose: the
+  planner may re-run or flatten the subselect and lease more than ``limit``.
+* **A killed connection never reports success.** Every ``psycopg.Error``
+  (including a backend killed by ``pg_terminate_backend`` or a server restart)
+  becomes ``StoreError`` for the call in flight. The pool checks a connection
+  before lending it (``ConnectionPool.check_connection``) and drops broken
+  ones, so the next call gets a fresh connection. A statement cut off before
+  its COMMIT changed nothing; one cut off after it (reply lost) *did* commit
+  and still raises StoreError -- the caller must treat StoreError as "unknown".
+* **Filters run in SQL, on indexes**: created_at, bucket, pipeline_run_id,
+  status, tags (GIN, exact element match with ``tags ? %s`` -- never LIKE on
+  the text), and a partial index over unfinished commands for the claim.
+  ``name_prefix`` uses ``starts_with()`` (PostgreSQL >= 11), so ``%`` and
+  ``_`` are literal.
+* **timestamptz everywhere**, sessions in UTC, values returned UTC-aware.
+* **Schema management is separate.** :func:`install_schema` (idempotent,
+  versioned via a ``schema_version`` table) needs CREATE; the store itself only
+  runs SELECT/INSERT/UPDATE/DELETE, so it works under a role with DML grants
+  only. Identifiers are quoted with ``psycopg.sql.Identifier``, never
+  formatted into the text.
+
+To copy it: keep the statements, change the table layout if you must (the
+column names come from ``chongming_conformance.codec``), and keep the
+``_connection`` wrapper that turns driver errors into StoreError. The SQL and
+the reasoning are in docs/postgres.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.rows import DictRow, dict_row
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "reference_stores.postgres needs psycopg 3 and psycopg_pool: "
+        'pip install "chongming-conformance[postgres]"'
+    ) from exc
+
+from chongming_conformance import (
+    TERMINAL_STATUSES,
+    Command,
+    ConcurrencyConflict,
+    Progress,
+    StoreError,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+from chongming_conformance.codec import (
+    COMMAND_COLUMNS,
+    SAVE_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    TRANSITION_COLUMNS,
+    command_to_row,
+    progress_to_row,
+    row_to_command,
+    row_to_snapshot,
+    row_to_transition,
+    snapshot_to_row,
+    transition_to_row,
+)
+
+__all__ = [
+    "DSN_ENV",
+    "SCHEMA_VERSION",
+    "PostgresTaskStore",
+    "claim_statement",
+    "drop_schema",
+    "install_schema",
+    "make_shared_store",
+    "make_store",
+    "query_statement",
+]
+
+#: Environment variable holding the DSN used by make_store()/make_shared_store().
+DSN_ENV = "CHONGMING_TEST_POSTGRES"
+#: Version of the DDL below; the store refuses a schema with another version.
+SCHEMA_VERSION = 1
+
+_TASK_DT = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at", "lease_until")
+_COMMAND_DT = ("created_at", "lease_until", "finished_at")
+
+# -- DDL ----------------------------------------------------------------------------------
+# Every statement is a template whose only placeholder is the schema identifier.
+# ``IF NOT EXISTS`` everywhere, so a half-applied install (it runs in one
+# transaction, so it should not happen) can be re-run.
+_DDL_V1: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS {schema}.tasks (
+        task_id          text PRIMARY KEY,
+        name             text NOT NULL,
+        status           text NOT NULL,
+        status_version   bigint NOT NULL,
+        created_at       timestamptz NOT NULL,
+        updated_at       timestamptz NOT NULL,
+        started_at       timestamptz,
+        finished_at      timestamptz,
+        tags             jsonb NOT NULL DEFAULT '[]'::jsonb,
+        bucket           bigint,
+        pipeline_run_id  text,
+        progress_done    bigint,
+        progress_total   bigint,
+        progress_message text,
+        failure_type     text,
+        failure_message  text,
+        failure_detail   text,
+        heartbeat_at     timestamptz,
+        lease_owner      text,
+        lease_until      timestamptz
+    )""",
+    "CREATE INDEX IF NOT EXISTS tasks_created_idx ON {schema}.tasks (created_at, task_id)",
+    "CREATE INDEX IF NOT EXISTS tasks_status_idx ON {schema}.tasks (status)",
+    "CREATE INDEX IF NOT EXISTS tasks_bucket_idx ON {schema}.tasks (bucket)",
+    "CREATE INDEX IF NOT EXISTS tasks_pipeline_idx ON {schema}.tasks (pipeline_run_id)",
+    # jsonb_ops (the default opclass) supports ``?``; jsonb_path_ops would not.
+    "CREATE INDEX IF NOT EXISTS tasks_tags_idx ON {schema}.tasks USING gin (tags)",
+    """CREATE TABLE IF NOT EXISTS {schema}.transitions (
+        task_id     text NOT NULL,
+        version     bigint NOT NULL,
+        from_status text,
+        to_status   text NOT NULL,
+        at          timestamptz NOT NULL,
+        reason      text,
+        PRIMARY KEY (task_id, version)
+    )""",
+    """CREATE TABLE IF NOT EXISTS {schema}.commands (
+        command_id  text PRIMARY KEY,
+        task_id     text NOT NULL,
+        kind        text NOT NULL,
+        issued_by   text NOT NULL,
+        created_at  timestamptz NOT NULL,
+        lease_until timestamptz,
+        finished_at timestamptz,
+        outcome     text
+    )""",
+    # The claim scans this in (created_at, command_id) order; finished commands,
+    # the vast majority in a long-lived system, are not in it at all.
+    "CREATE INDEX IF NOT EXISTS commands_unfinished_idx ON {schema}.commands "
+    "(created_at, command_id) WHERE finished_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS commands_task_idx ON {schema}.commands (task_id)",
+)
+#: version -> DDL that brings a schema from version-1 to version.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1}
+
+
+def _ident(schema: str, table: str) -> sql.Identifier:
+    return sql.Identifier(schema, table)
+
+
+@contextmanager
+def _admin_connection(
+    conn_or_dsn: psycopg.Connection[Any] | str,
+) -> Iterator[psycopg.Connection[Any]]:
+    if isinstance(conn_or_dsn, str):
+        with psycopg.connect(conn_or_dsn, autocommit=True) as conn:
+            yield conn
+    else:
+        yield conn_or_dsn
+
+
+def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> int:
+    """Create (or upgrade) the store's tables in ``schema``; return the installed version.
+
+    Idempotent and safe to run concurrently (an advisory lock serialises
+    installers). Runs in one transaction: given a connection that is already
+    in a transaction it uses a savepoint and the caller commits. Needs CREATE
+    on the database (or an existing schema you own); the store itself does not.
+    """
+    s = sql.Identifier(schema)
+    with _admin_connection(conn_or_dsn) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"chongming:{schema}"])
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
+                "installed_at timestamptz NOT NULL DEFAULT now())"
+            ).format(_ident(schema, "schema_version"))
+        )
+        row = conn.execute(
+            sql.SQL("SELECT max(version) FROM {}").format(_ident(schema, "schema_version"))
+        ).fetchone()
+        current = 0 if row is None or row[0] is None else int(row[0])
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema {schema!r} is at version {current}, newer than this code "
+                f"({SCHEMA_VERSION}); upgrade chongming-conformance"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[version]:
+                conn.execute(sql.SQL(statement).format(schema=s))
+            conn.execute(
+                sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
+                    _ident(schema, "schema_version")
+                ),
+                [version],
+            )
+    return SCHEMA_VERSION
+
+
+def drop_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> None:
+    """Drop ``schema`` and everything in it (test teardown). Missing schema: no-op."""
+    with _admin_connection(conn_or_dsn) as conn, conn.transaction():
+        # Never hang a teardown forever behind a forgotten transaction.
+        conn.execute("SET LOCAL lock_timeout = '30s'")
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+# -- statements -----------------------------------------------------------------------------
+def _column_list(columns: Sequence[str]) -> sql.Composable:
+    return sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+
+
+def _placeholders(columns: Sequence[str]) -> sql.Composable:
+    return sql.SQL(", ").join(sql.Placeholder(c) for c in columns)
+
+
+def query_statement(schema: str, q: TaskQuery) -> tuple[sql.Composed, dict[str, Any]] | None:
+    """The SELECT for ``q``, or None when ``q`` can match nothing (no round trip).
+
+    Public so the tests can EXPLAIN exactly what the store runs.
+    """
+    if q.limit == 0 or q.statuses == frozenset() or q.buckets == frozenset():
+        return None
+    where: list[sql.Composable] = []
+    params: dict[str, Any] = {}
+    if q.statuses is not None:
+        where.append(sql.SQL("status = ANY(%(statuses)s)"))
+        params["statuses"] = sorted(s.value for s in q.statuses)
+    if q.name is not None:
+        where.append(sql.SQL("name = %(name)s"))
+        params["name"] = q.name
+    if q.name_prefix is not None:
+        # A literal prefix: no LIKE, so % _ and \ mean themselves. Byte-wise
+        # under the default deterministic collation, hence case-sensitive.
+        where.append(sql.SQL("starts_with(name, %(name_prefix)s)"))
+        params["name_prefix"] = q.name_prefix
+    if q.tag is not None:
+        # jsonb ``?``: is the string a top-level element of the array. Exact,
+        # and served by the GIN index.
+        where.append(sql.SQL("tags ? %(tag)s"))
+        params["tag"] = q.tag
+    if q.buckets is not None:
+        # NULL = ANY(...) is never true: a task without a bucket never matches.
+        where.append(sql.SQL("bucket = ANY(%(buckets)s::bigint[])"))
+        params["buckets"] = sorted(q.buckets)
+    if q.pipeline_run_id is not None:
+        where.append(sql.SQL("pipeline_run_id = %(pipeline_run_id)s"))
+        params["pipeline_run_id"] = q.pipeline_run_id
+    direction = sql.SQL("DESC" if q.newest_first else "ASC")
+    statement = sql.SQL("SELECT * FROM {table}{where} ORDER BY created_at {d}, task_id {d}").format(
+        table=_ident(schema, "tasks"),
+        where=sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where) if where else sql.SQL(""),
+        d=direction,
+    )
+    if q.limit is not None:
+        statement = statement + sql.SQL(" LIMIT %(limit)s")
+        params["limit"] = q.limit
+    return statement, params
+
+
+def claim_statement(schema: str) -> sql.Composed:
+    """The single claim statement; parameters ``now``, ``until``, ``limit``."""
+    return sql.SQL(
+        "WITH candidates AS ("
+        "SELECT command_id FROM {commands} "
+        "WHERE finished_at IS NULL AND (lease_until IS NULL OR lease_until <= %(now)s) "
+        "ORDER BY created_at, command_id LIMIT %(limit)s "
+        "FOR UPDATE SKIP LOCKED) "
+        "UPDATE {commands} AS c SET lease_until = %(until)s FROM candidates "
+        "WHERE c.command_id = candidates.command_id "
+        "RETURNING c.*"
+    ).format(commands=_ident(schema, "commands"))
+
+
+def complete_statement(schema: str) -> sql.Composed:
+    """Finish an unfinished command; parameters ``now``, ``outcome``, ``command_id``."""
+    return sql.SQL(
+        "UPDATE {} SET finished_at = %(now)s, outcome = %(outcome)s "
+        "WHERE command_id = %(command_id)s AND finished_at IS NULL"
+    ).format(_ident(schema, "commands"))
+
+
+def _snapshot_params(snapshot: TaskSnapshot) -> dict[str, Any]:
+    """Codec row with real datetimes (timestamptz columns) and tags as jsonb."""
+    row = snapshot_to_row(snapshot)
+    for column in _TASK_DT:
+        row[column] = getattr(snapshot, column)
+    row["tags"] = Jsonb(sorted(snapshot.tags))
+    return row
+
+
+def _command_params(command: Command) -> dict[str, Any]:
+    row = command_to_row(command)
+    for column in _COMMAND_DT:
+        row[column] = getattr(command, column)
+    return row
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    # Results come back as UTC-aware datetimes whatever the server's default.
+    conn.execute("SET TIME ZONE 'UTC'")
+    if not conn.autocommit:
+        conn.commit()
+
+
+class PostgresTaskStore:
+    """TaskStore over a psycopg connection pool; see the module docstring.
+
+    ``dsn_or_pool`` is a DSN (the store creates and owns a small pool) or a
+    ``psycopg_pool.ConnectionPool`` you own (the store borrows it and, unless
+    ``close_pool=True``, leaves it open on close()). The schema must have been
+    installed with :func:`install_schema`; opening checks its version.
+    """
+
+    def __init__(
+        self,
+        dsn_or_pool: str | ConnectionPool[Any],
+        *,
+        schema: str,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 30.0,
+        close_pool: bool | None = None,
+    ) -> None:
+        self._schema = schema
+        self._closed = False
+        if isinstance(dsn_or_pool, ConnectionPool):
+            self._pool: ConnectionPool[Any] = dsn_or_pool
+            self._owns_pool = bool(close_pool)
+        else:
+            self._pool = ConnectionPool(
+                dsn_or_pool,
+                min_size=min_size,
+                max_size=max_size,
+                kwargs={"autocommit": True},
+                configure=_configure,
+                # Test a connection before lending it: a backend killed while
+                # idle (pg_terminate_backend, server restart) is replaced
+                # instead of failing the next call.
+                check=ConnectionPool.check_connection,
+                timeout=timeout,
+                name=f"chongming:{schema}",
+                num_workers=1,
+                open=False,
+            )
+            self._owns_pool = True if close_pool is None else close_pool
+            try:
+                self._pool.open(wait=True, timeout=timeout)
+            except psycopg.Error as exc:
+                self._pool.close()
+                raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        self._build_statements()
+        try:
+            self._check_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def open(cls, dsn: str, *, schema: str, max_size: int = 2) -> PostgresTaskStore:
+        """An independent store with its own small pool (the shared-store opener)."""
+        return cls(dsn, schema=schema, min_size=1, max_size=max_size)
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _build_statements(self) -> None:
+        tasks = _ident(self._schema, "tasks")
+        transitions = _ident(self._schema, "transitions")
+        commands = _ident(self._schema, "commands")
+        set_columns = [c for c in SAVE_COLUMNS if c != "task_id"]
+        self._sql_create = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            tasks, _column_list(SNAPSHOT_COLUMNS), _placeholders(SNAPSHOT_COLUMNS)
+        )
+        # The lease columns are not in SAVE_COLUMNS: save never writes them.
+        self._sql_save = sql.SQL(
+            "UPDATE {} SET {} WHERE task_id = %(task_id)s AND status_version = %(expect)s"
+        ).format(
+            tasks,
+            sql.SQL(", ").join(
+                sql.SQL("{} = {}").format(sql.Identifier(c), sql.Placeholder(c))
+                for c in set_columns
+            ),
+        )
+        self._sql_version = sql.SQL("SELECT status_version FROM {} WHERE task_id = %s").format(
+            tasks
+        )
+        self._sql_get = sql.SQL("SELECT * FROM {} WHERE task_id = %s").format(tasks)
+        self._sql_counts = sql.SQL("SELECT status, count(*) AS n FROM {} GROUP BY status").format(
+            tasks
+        )
+        self._sql_append = sql.SQL(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (task_id, version) DO NOTHING"
+        ).format(transitions, _column_list(TRANSITION_COLUMNS), _placeholders(TRANSITION_COLUMNS))
+        self._sql_history = sql.SQL(
+            "SELECT * FROM {} WHERE task_id = %s AND version > %s ORDER BY version"
+        ).format(transitions)
+        self._sql_submit = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            commands, _column_list(COMMAND_COLUMNS), _placeholders(COMMAND_COLUMNS)
+        )
+        self._sql_claim = claim_statement(self._schema)
+        self._sql_complete = complete_statement(self._schema)
+        self._sql_release = sql.SQL(
+            "UPDATE {} SET lease_until = NULL WHERE command_id = %s AND finished_at IS NULL"
+        ).format(commands)
+        self._sql_prune_pick = sql.SQL(
+            "SELECT task_id FROM {} WHERE status = ANY(%(terminal)s) "
+            "ORDER BY created_at DESC, task_id DESC OFFSET %(keep)s FOR UPDATE"
+        ).format(tasks)
+        self._sql_prune = [
+            sql.SQL("DELETE FROM {} WHERE task_id = ANY(%s)").format(table)
+            for table in (transitions, commands, tasks)
+        ]
+        self._sql_schema_version = sql.SQL("SELECT max(version) FROM {}").format(
+            _ident(self._schema, "schema_version")
+        )
+
+    def _check_schema(self) -> None:
+        try:
+            with self._connection("open") as conn:
+                row = conn.execute(self._sql_schema_version).fetchone()
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UndefinedTable):
+                raise StoreError(
+                    f"schema {self._schema!r} is not installed; run "
+                    f"install_schema(dsn, {self._schema!r}) as a role that may CREATE"
+                ) from exc
+            raise
+        version = None if row is None else row[0]
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"schema {self._schema!r} is at version {version}, this store needs "
+                f"{SCHEMA_VERSION}; run install_schema()"
+            )
+
+    @contextmanager
+    def _connection(self, operation: str) -> Iterator[psycopg.Connection[Any]]:
+        """Lend a pooled connection; every driver error becomes StoreError.
+
+        The pool's context commits on success and rolls back on error, and
+        discards a connection that is no longer usable, which is how the
+        store heals after a killed backend.
+        """
+        if self._closed:
+            raise StoreError(f"{operation}() on a closed PostgresTaskStore")
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            if self._closed:
+                raise StoreError(f"{operation}() on a closed PostgresTaskStore") from exc
+            raise StoreError(f"{operation}() failed: {type(exc).__name__}: {exc}") from exc
+
+    def _fetch(self, operation: str, statement: sql.Composed, params: Any = None) -> list[DictRow]:
+        with self._connection(operation) as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            cur.execute(statement, params)
+            return cur.fetchall()
+
+    def _execute(self, operation: str, statement: sql.Composed, params: Any = None) -> int:
+        with self._connection(operation) as conn:
+            return conn.execute(statement, params).rowcount
+
+    # -- task snapshots ---------------------------------------------------------------------
+    def create(self, snapshot: TaskSnapshot) -> None:
+        try:
+            self._execute("create", self._sql_create, _snapshot_params(snapshot))
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise StoreError(f"task {snapshot.task_id!r} already exists") from exc
+            raise
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        params = _snapshot_params(snapshot)
+        params["expect"] = expect_version
+        with self._connection("save") as conn:
+            if conn.execute(self._sql_save, params).rowcount == 1:
+                return
+            # Lost: read what is there, for the error only (never to retry).
+            row = conn.execute(self._sql_version, [snapshot.task_id]).fetchone()
+        actual = None if row is None else int(row[0])
+        raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        rows = self._fetch("get", self._sql_get, [task_id])
+        return row_to_snapshot(rows[0]) if rows else None
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        if self._closed:
+            raise StoreError("query() on a closed PostgresTaskStore")
+        built = query_statement(self._schema, query or TaskQuery())
+        if built is None:
+            return []
+        statement, params = built
+        return [row_to_snapshot(r) for r in self._fetch("query", statement, params)]
+
+    def counts(self) -> Mapping[TaskStatus, int]:
+        result = dict.fromkeys(TaskStatus, 0)
+        for row in self._fetch("counts", self._sql_counts):
+            result[TaskStatus(row["status"])] = int(row["n"])
+        return result
+
+    # -- history ------------------------------------------------------------------------------
+    def append(self, transition: Transition) -> None:
+        params = transition_to_row(transition)
+        params["at"] = transition.at
+        self._execute("append", self._sql_append, params)
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        rows = self._fetch("history", self._sql_history, [task_id, since_version])
+        return [row_to_transition(r) for r in rows]
+
+    # -- touch ----------------------------------------------------------------------------------
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        if self._closed:
+            raise StoreError("touch() on a closed PostgresTaskStore")
+        values: dict[str, Any] = {}
+        if progress is not None:
+            values.update(progress_to_row(progress))
+        for name, value in (
+            ("heartbeat_at", heartbeat_at),
+            ("lease_owner", lease_owner),
+            ("lease_until", lease_until),
+        ):
+            if value is not None:
+                values[name] = value
+        if not values:
+            return
+        # status_version and updated_at are deliberately not in the SET list.
+        statement = sql.SQL("UPDATE {} SET {} WHERE task_id = %(task_id)s").format(
+            _ident(self._schema, "tasks"),
+            sql.SQL(", ").join(
+                sql.SQL("{} = {}").format(sql.Identifier(c), sql.Placeholder(c)) for c in values
+            ),
+        )
+        values["task_id"] = task_id
+        self._execute("touch", statement, values)  # no row: a late heartbeat, ignored
+
+    # -- commands --------------------------------------------------------------------
+    def submit_command(self, command: Command) -> None:
+        try:
+            self._execute("submit_command", self._sql_submit, _command_params(command))
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise StoreError(f"command {command.command_id!r} already exists") from exc
+            raise
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        if self._closed:
+            raise StoreError("claim_commands() on a closed PostgresTaskStore")
+        if limit <= 0:
+            return []
+        params = {"now": now, "until": now + timedelta(seconds=lease_seconds), "limit": limit}
+        rows = self._fetch("claim_commands", self._sql_claim, params)
+        # UPDATE ... RETURNING has no order of its own.
+        commands = [row_to_command(r) for r in rows]
+        commands.sort(key=lambda c: (c.created_at, c.command_id))
+        return commands
+
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        params = {"now": now, "outcome": outcome, "command_id": command_id}
+        self._execute("complete_command", self._sql_complete, params)
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        self._execute("release_command", self._sql_release, [command_id])
+
+    # -- operations ------------------------------------------------------------------
+    def prune(self, *, keep_terminal: int) -> int:
+        terminal = sorted(s.value for s in TERMINAL_STATUSES)
+        with self._connection("prune") as conn, conn.transaction():
+            # FOR UPDATE: a concurrent writer cannot change a doomed row under us.
+            picked = conn.execute(
+                self._sql_prune_pick, {"terminal": terminal, "keep": max(keep_terminal, 0)}
+            ).fetchall()
+            doomed = [r[0] for r in picked]
+            if not doomed:
+                return 0
+            for statement in self._sql_prune:
+                conn.execute(statement, [doomed])
+        return len(doomed)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_pool:
+            self._pool.close()
+
+
+# -- factories for the kit ------------------------------------------------------------------------
+def _dsn_from_env() -> str:
+    dsn = os.environ.get(DSN_ENV, "").strip()
+    if not dsn:
+        raise StoreError(
+            f"set {DSN_ENV} to a PostgreSQL DSN (e.g. postgresql://user@127.0.0.1:5432/test) "
+            "to run the kit against reference_stores.postgres"
+        )
+    return dsn
+
+
+def _fresh_schema_name(prefix: str = "chongming_t") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def make_store() -> Generator[PostgresTaskStore, None, None]:
+    """Generator factory: a store on a fresh schema, dropped on teardown."""
+    dsn = _dsn_from_env()
+    schema = _fresh_schema_name()
+    install_schema(dsn, schema)
+    try:
+        store = PostgresTaskStore(dsn, schema=schema)
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        drop_schema(dsn, schema)
+
+
+def make_shared_store() -> Generator[Callable[[], PostgresTaskStore], None, None]:
+    """Generator factory: a fresh schema, and a picklable opener for other processes."""
+    dsn = _dsn_from_env()
+    schema = _fresh_schema_name()
+    install_schema(dsn, schema)
+    try:
+        yield functools.partial(PostgresTaskStore.open, dsn, schema=schema)
+    finally:
+        drop_schema(dsn, schema)

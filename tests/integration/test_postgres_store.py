@@ -1,0 +1,630 @@
+"""PostgresTaskStore against a real server: the contract, and the cross-process evidence.
+
+The contract proves single-connection semantics. What it cannot see is
+proved here, each case on its own connections, on a fresh schema dropped
+afterwards:
+
+* 8 writers race one ``save`` at the same version: exactly one wins;
+* 8 consumers (threads and spawned processes) claim concurrently: every
+  command exactly once while its lease holds;
+* a lease holder's backend is killed mid-transaction: the lease is neither
+  released early nor stuck, and the store's pool heals; a call in flight
+  during a kill raises StoreError;
+* a role with DML grants only runs the whole contract and cannot run DDL;
+* EXPLAIN shows the bucket query, the tag query and the claim on their indexes.
+
+Without ``CHONGMING_TEST_POSTGRES`` every case here skips with the reason
+(``CHONGMING_REQUIRE_POSTGRES=1`` turns that into a failure); see conftest.py.
+No case sleeps for a lease: expiry is driven by the explicit ``now`` argument.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from chongming_conformance import (
+    ConcurrencyConflict,
+    StoreError,
+    TaskQuery,
+    TaskStatus,
+    checks,
+)
+from chongming_conformance.contract import StoreContract
+from chongming_conformance.samples import at, command, snapshot
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    from reference_stores import postgres as pgstore
+except ImportError as exc:  # the driver is an optional extra
+    if os.environ.get("CHONGMING_REQUIRE_POSTGRES", "").strip() not in ("", "0"):
+        raise
+    pytest.skip(
+        f'psycopg is not installed ({exc}): pip install "chongming-conformance[postgres]"',
+        allow_module_level=True,
+    )
+
+pytestmark = pytest.mark.postgres
+
+WRITERS = 8
+CONSUMERS = 8
+ROUNDS = 50
+WAIT = 60.0  # generous upper bound for "wait until the server shows X"; never a speed target
+
+
+# -- helpers -------------------------------------------------------------------------------
+@contextlib.contextmanager
+def fresh_schema(dsn: str) -> Iterator[str]:
+    """Install the store's schema into a new uniquely named schema; drop it afterwards."""
+    name = f"chongming_it_{uuid.uuid4().hex[:16]}"
+    pgstore.install_schema(dsn, name)
+    try:
+        yield name
+    finally:
+        pgstore.drop_schema(dsn, name)
+
+
+@pytest.fixture
+def schema(postgres_dsn: str) -> Iterator[str]:
+    with fresh_schema(postgres_dsn) as name:
+        yield name
+
+
+def tagged_dsn(dsn: str, label: str) -> tuple[str, str]:
+    """The DSN with a unique application_name, so the test can find its backends."""
+    app = f"chongming-{label}-{uuid.uuid4().hex[:8]}"
+    return make_conninfo(dsn, application_name=app), app
+
+
+def backend_pids(dsn: str, app: str) -> list[int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s ORDER BY pid", [app]
+        ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def terminate(dsn: str, pids: list[int]) -> None:
+    """Kill the backends and wait until the server no longer lists them."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", [pid])
+        wait_until(
+            lambda: (
+                not conn.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", [pids]
+                ).fetchall()
+            ),
+            f"backends {pids} to exit",
+        )
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll until ``condition()``; fail (not skip) if the server never gets there."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {WAIT}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def waiting_on_lock(dsn: str, app: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = %s "
+            "AND wait_event_type = 'Lock'",
+            [app],
+        ).fetchall()
+    return bool(rows)
+
+
+def run_in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[BaseException | Any]]:
+    """Start ``call`` in a thread; the returned list receives its result or exception."""
+    outcome: list[BaseException | Any] = []
+
+    def body() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+# -- the contract ---------------------------------------------------------------------------
+@pytest.mark.usefixtures("postgres_dsn")
+class TestPostgresContract(StoreContract):
+    """The whole packaged contract, through the module's own ``make_store`` factory."""
+
+    def make_store(self) -> Generator[pgstore.PostgresTaskStore, None, None]:
+        return pgstore.make_store()
+
+
+@pytest.mark.usefixtures("postgres_dsn")
+class TestRestrictedRoleContract(StoreContract):
+    """The whole contract as a role with USAGE on the schema and DML on its tables only.
+
+    The schema is installed by the privileged DSN (as a deployment would do
+    once); the store then runs with no CREATE anywhere.
+    """
+
+    admin_dsn: str
+    role: str
+    role_dsn: str
+
+    @classmethod
+    def setup_class(cls) -> None:
+        cls.admin_dsn = os.environ[pgstore.DSN_ENV]
+        cls.role = f"chongming_dml_{uuid.uuid4().hex[:12]}"
+        password = uuid.uuid4().hex
+        with psycopg.connect(cls.admin_dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD {}"
+                ).format(sql.Identifier(cls.role), sql.Literal(password))
+            )
+        cls.role_dsn = make_conninfo(cls.admin_dsn, user=cls.role, password=password)
+
+    @classmethod
+    def teardown_class(cls) -> None:
+        with psycopg.connect(cls.admin_dsn, autocommit=True) as conn:
+            role = sql.Identifier(cls.role)
+            conn.execute(sql.SQL("DROP OWNED BY {}").format(role))
+            conn.execute(sql.SQL("DROP ROLE {}").format(role))
+
+    def grant(self, schema: str) -> None:
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            role, s = sql.Identifier(self.role), sql.Identifier(schema)
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(s, role))
+            conn.execute(
+                sql.SQL(
+                    "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}"
+                ).format(s, role)
+            )
+
+    def make_store(self) -> Generator[pgstore.PostgresTaskStore, None, None]:
+        with fresh_schema(self.admin_dsn) as schema:
+            self.grant(schema)
+            store = pgstore.PostgresTaskStore(self.role_dsn, schema=schema)
+            self.schema = schema
+            try:
+                yield store
+            finally:
+                store.close()
+
+    @pytest.mark.parametrize(
+        "ddl",
+        [
+            "CREATE TABLE {schema}.intruder (x int)",
+            "CREATE INDEX intruder_idx ON {schema}.tasks (name)",
+            "ALTER TABLE {schema}.tasks ADD COLUMN intruder int",
+            "DROP TABLE {schema}.commands",
+            "TRUNCATE {schema}.transitions",
+        ],
+    )
+    def test_role_cannot_run_ddl(self, ddl: str) -> None:
+        """Proves the role is really restricted, so the green contract above means something."""
+        self.store.create(snapshot("t-1"))  # the store works under this role...
+        with (
+            psycopg.connect(self.role_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute(sql.SQL(ddl).format(schema=sql.Identifier(self.schema)))  # type: ignore[arg-type]
+        assert self.store.get("t-1") == snapshot("t-1"), "...and the failed DDL changed nothing"
+
+    def test_role_cannot_install_a_schema(self) -> None:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            pgstore.install_schema(self.role_dsn, f"chongming_it_{uuid.uuid4().hex[:16]}")
+
+
+# -- cross-process evidence ---------------------------------------------------------------------
+@checks("XP-SAVE-ATOMIC")
+def test_eight_writers_save_one_version_exactly_one_wins(postgres_dsn: str, schema: str) -> None:
+    stores = [
+        pgstore.PostgresTaskStore(postgres_dsn, schema=schema, min_size=1, max_size=1)
+        for _ in range(WRITERS)
+    ]
+    try:
+        stores[0].create(snapshot("race", version=0))
+        with ThreadPoolExecutor(WRITERS) as pool:
+            for rnd in range(ROUNDS):
+                barrier = threading.Barrier(WRITERS, timeout=WAIT)
+
+                def save(i: int, rnd: int = rnd, barrier: threading.Barrier = barrier) -> str:
+                    mine = snapshot("race", version=rnd + 1, name=f"writer-{i}-round-{rnd}")
+                    barrier.wait()  # release all eight writers at once
+                    try:
+                        stores[i].save(mine, expect_version=rnd)
+                    except ConcurrencyConflict as conflict:
+                        assert (conflict.expected, conflict.actual) == (rnd, rnd + 1), conflict
+                        return "conflict"
+                    return "won"
+
+                results = list(pool.map(save, range(WRITERS)))
+                winners = [i for i, r in enumerate(results) if r == "won"]
+                assert len(winners) == 1, f"round {rnd}: winners {winners}, results {results}"
+                assert results.count("conflict") == WRITERS - 1, results
+                stored = stores[0].get("race")
+                assert stored is not None
+                assert (stored.status_version, stored.name) == (
+                    rnd + 1,
+                    f"writer-{winners[0]}-round-{rnd}",
+                ), f"round {rnd}: the winner's snapshot is not the stored one: {stored}"
+    finally:
+        for store in stores:
+            store.close()
+
+
+@checks("XP-CLAIM-EXCLUSIVE", "CLAIM-LEASE-EXCLUSIVE")
+def test_eight_consumers_claim_each_command_exactly_once(postgres_dsn: str, schema: str) -> None:
+    total, lease = 240, 300.0
+    stores = [
+        pgstore.PostgresTaskStore(postgres_dsn, schema=schema, min_size=1, max_size=1)
+        for _ in range(CONSUMERS)
+    ]
+    try:
+        for n in range(total):
+            stores[0].submit_command(command(f"cmd-{n:04d}", f"task-{n % 7}", created=n))
+        barrier = threading.Barrier(CONSUMERS, timeout=WAIT)
+
+        def consume(i: int) -> list[str]:
+            got: list[str] = []
+            barrier.wait()
+            while True:
+                # Every consumer uses the same ``now``: no lease expires during the race.
+                batch = stores[i].claim_commands(now=at(0), lease_seconds=lease, limit=3)
+                if not batch:
+                    return got
+                assert all(c.lease_until == at(lease) for c in batch), batch
+                got.extend(c.command_id for c in batch)
+
+        with ThreadPoolExecutor(CONSUMERS) as pool:
+            per_consumer = list(pool.map(consume, range(CONSUMERS)))
+        claimed = Counter(cid for got in per_consumer for cid in got)
+        twice = sorted(cid for cid, n in claimed.items() if n > 1)
+        assert not twice, f"claimed more than once while leased: {twice}"
+        assert sorted(claimed) == [f"cmd-{n:04d}" for n in range(total)], "a command was lost"
+        assert stores[0].claim_commands(now=at(lease - 1e-6), lease_seconds=lease) == []
+        # ...and every lease ends exactly at lease_until: all are claimable again then.
+        again = stores[0].claim_commands(now=at(lease), lease_seconds=lease, limit=total)
+        assert len(again) == total
+    finally:
+        for store in stores:
+            store.close()
+
+
+def _claim_in_process(opener: Callable[[], pgstore.PostgresTaskStore]) -> list[str]:
+    """Worker for the spawned-process test: open an own store, claim until none is left."""
+    store = opener()
+    try:
+        got: list[str] = []
+        while batch := store.claim_commands(now=at(0), lease_seconds=300.0, limit=2):
+            for c in batch:
+                store.complete_command(c.command_id, now=at(1), outcome=f"pid-{os.getpid()}")
+                got.append(c.command_id)
+        return got
+    finally:
+        store.close()
+
+
+@checks("XP-CLAIM-EXCLUSIVE", "XP-SHARED-VISIBILITY")
+def test_spawned_processes_share_one_store_via_make_shared_store(postgres_dsn: str) -> None:
+    """The shared-store opener pickles, and 4 processes each claim+complete distinct commands."""
+    factory = pgstore.make_shared_store()
+    opener = next(factory)
+    try:
+        parent = opener()
+        try:
+            for n in range(60):
+                parent.submit_command(command(f"cmd-{n:03d}", "task-1", created=n))
+            ctx = multiprocessing.get_context("spawn")
+            with ctx.Pool(4) as pool:
+                per_process = pool.map(_claim_in_process, [opener] * 4)
+            claimed = Counter(cid for got in per_process for cid in got)
+            assert all(n == 1 for n in claimed.values()), claimed.most_common(3)
+            assert sorted(claimed) == [f"cmd-{n:03d}" for n in range(60)]
+            # Completed by the workers, seen by the parent: nothing left to claim, ever.
+            assert parent.claim_commands(now=at(10_000), lease_seconds=1.0) == []
+        finally:
+            parent.close()
+    finally:
+        with contextlib.suppress(StopIteration):
+            next(factory)
+
+
+# -- faults ---------------------------------------------------------------------------------------
+@checks("XP-CLAIM-CRASH-RECOVERY")
+def test_killed_holder_neither_releases_early_nor_locks_forever(
+    postgres_dsn: str, schema: str
+) -> None:
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=schema)
+    try:
+        store.submit_command(command("c-1"))
+        (leased,) = store.claim_commands(now=at(0), lease_seconds=30.0)
+        assert leased.lease_until == at(30)
+        # The holder locks the row and starts an (uncommitted) release, then dies.
+        holder = psycopg.connect(postgres_dsn)
+        table = sql.Identifier(schema, "commands")
+        holder.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE command_id = 'c-1' FOR UPDATE").format(table)
+        )
+        holder.execute(
+            sql.SQL("UPDATE {} SET lease_until = NULL WHERE command_id = 'c-1'").format(table)
+        )
+        # While the lock is held, SKIP LOCKED passes the row by even though it is expired.
+        assert store.claim_commands(now=at(40), lease_seconds=30.0) == []
+        terminate(postgres_dsn, [holder.info.backend_pid])
+        with pytest.raises(psycopg.OperationalError):
+            holder.execute("SELECT 1")
+        holder.close()
+        # The kill rolled the holder back: the lease is the committed one, to the microsecond.
+        assert store.claim_commands(now=at(30) - timedelta(microseconds=1), lease_seconds=30) == []
+        (taken,) = store.claim_commands(now=at(30), lease_seconds=30.0)
+        assert (taken.command_id, taken.lease_until) == ("c-1", at(60))
+    finally:
+        store.close()
+
+
+def test_pool_heals_after_its_idle_backends_are_killed(postgres_dsn: str, schema: str) -> None:
+    """A server restart looks like this to the pool: every idle connection is dead."""
+    dsn, app = tagged_dsn(postgres_dsn, "heal")
+    store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=2, max_size=2)
+    try:
+        store.create(snapshot("t-1"))
+        wait_until(lambda: len(backend_pids(postgres_dsn, app)) == 2, "the pool to fill")
+        before = backend_pids(postgres_dsn, app)
+        terminate(postgres_dsn, before)
+        assert store.get("t-1") == snapshot("t-1"), "the first call after the kill must work"
+        store.touch("t-1", heartbeat_at=at(5))
+        assert store.get("t-1") == snapshot("t-1", heartbeat_at=at(5))
+        after = backend_pids(postgres_dsn, app)
+        assert after and not set(after) & set(before), (before, after)
+    finally:
+        store.close()
+
+
+def test_save_in_flight_during_a_kill_raises_storeerror(postgres_dsn: str, schema: str) -> None:
+    dsn, app = tagged_dsn(postgres_dsn, "save-kill")
+    store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=1, max_size=1)
+    try:
+        store.create(snapshot("t-1", version=1))
+        with psycopg.connect(postgres_dsn) as blocker:
+            blocker.execute(
+                sql.SQL("SELECT 1 FROM {} WHERE task_id = 't-1' FOR UPDATE").format(
+                    sql.Identifier(schema, "tasks")
+                )
+            )
+            new = snapshot("t-1", version=2, status=TaskStatus.RUNNING)
+            thread, outcome = run_in_thread(lambda: store.save(new, expect_version=1))
+            wait_until(lambda: waiting_on_lock(postgres_dsn, app), "save() to block on the lock")
+            terminate(postgres_dsn, backend_pids(postgres_dsn, app))
+            thread.join(WAIT)
+            blocker.rollback()
+        (error,) = outcome
+        assert isinstance(error, StoreError), f"expected StoreError, got {error!r}"
+        assert not isinstance(error, ConcurrencyConflict), error
+        assert isinstance(error.__cause__, psycopg.OperationalError), error.__cause__
+        assert store.get("t-1") == snapshot("t-1", version=1), "the killed save wrote something"
+        store.save(new, expect_version=1)  # the pool healed
+        assert store.get("t-1") == new
+    finally:
+        store.close()
+
+
+def test_claim_in_flight_during_a_kill_raises_storeerror(postgres_dsn: str, schema: str) -> None:
+    dsn, app = tagged_dsn(postgres_dsn, "claim-kill")
+    store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=1, max_size=1)
+    try:
+        store.submit_command(command("c-1"))
+        with psycopg.connect(postgres_dsn) as blocker:
+            blocker.execute(
+                sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                    sql.Identifier(schema, "commands")
+                )
+            )
+            thread, outcome = run_in_thread(
+                lambda: store.claim_commands(now=at(0), lease_seconds=30.0)
+            )
+            wait_until(lambda: waiting_on_lock(postgres_dsn, app), "claim to block on the lock")
+            terminate(postgres_dsn, backend_pids(postgres_dsn, app))
+            thread.join(WAIT)
+            blocker.rollback()
+        (error,) = outcome
+        assert isinstance(error, StoreError), f"expected StoreError, got {error!r}"
+        # Nothing was leased by the killed claim: the command is claimable at once.
+        (taken,) = store.claim_commands(now=at(0), lease_seconds=30.0)
+        assert taken.command_id == "c-1"
+    finally:
+        store.close()
+
+
+@checks("CLOSE-RELEASES")
+def test_close_returns_every_connection_to_the_server(postgres_dsn: str, schema: str) -> None:
+    dsn, app = tagged_dsn(postgres_dsn, "close")
+    store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=3, max_size=3)
+    store.counts()
+    wait_until(lambda: len(backend_pids(postgres_dsn, app)) == 3, "the pool to fill")
+    store.close()
+    wait_until(lambda: not backend_pids(postgres_dsn, app), "the backends to go away")
+    store.close()  # idempotent
+    with pytest.raises(StoreError, match="closed"):
+        store.get("t-1")
+
+
+# -- schema management --------------------------------------------------------------------------
+def test_install_schema_is_idempotent_and_versioned(postgres_dsn: str, schema: str) -> None:
+    assert pgstore.install_schema(postgres_dsn, schema) == pgstore.SCHEMA_VERSION
+    with psycopg.connect(postgres_dsn) as conn:
+        assert pgstore.install_schema(conn, schema) == pgstore.SCHEMA_VERSION
+        rows = conn.execute(
+            sql.SQL("SELECT version FROM {}").format(sql.Identifier(schema, "schema_version"))
+        ).fetchall()
+    assert rows == [(pgstore.SCHEMA_VERSION,)]
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=schema)
+    store.close()
+
+
+def test_store_refuses_a_missing_or_newer_schema(postgres_dsn: str, schema: str) -> None:
+    with pytest.raises(StoreError, match="install_schema"):
+        pgstore.PostgresTaskStore(postgres_dsn, schema=f"missing_{uuid.uuid4().hex[:8]}")
+    with psycopg.connect(postgres_dsn) as conn:
+        conn.execute(
+            sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
+                sql.Identifier(schema, "schema_version")
+            ),
+            [pgstore.SCHEMA_VERSION + 1],
+        )
+    with pytest.raises(StoreError, match="version"):
+        pgstore.PostgresTaskStore(postgres_dsn, schema=schema)
+    with pytest.raises(StoreError, match="newer"):
+        pgstore.install_schema(postgres_dsn, schema)
+
+
+def test_schema_name_is_an_identifier_not_sql(postgres_dsn: str) -> None:
+    """A hostile schema name is quoted, not executed."""
+    name = f'chongming it "{uuid.uuid4().hex[:8]}"; DROP TABLE x; --'
+    pgstore.install_schema(postgres_dsn, name)
+    try:
+        store = pgstore.PostgresTaskStore(postgres_dsn, schema=name)
+        try:
+            store.create(snapshot("t-1"))
+            assert [t.task_id for t in store.query(TaskQuery(name="job"))] == ["t-1"]
+        finally:
+            store.close()
+    finally:
+        pgstore.drop_schema(postgres_dsn, name)
+
+
+def test_make_store_names_the_variable_when_it_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(pgstore.DSN_ENV, raising=False)
+    with pytest.raises(StoreError, match=pgstore.DSN_ENV):
+        next(pgstore.make_store())
+    with pytest.raises(StoreError, match=pgstore.DSN_ENV):
+        next(pgstore.make_shared_store())
+
+
+def test_import_without_psycopg_says_how_to_install() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "try:\n    import reference_stores.postgres\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert 'pip install "chongming-conformance[postgres]"' in out, out
+
+
+# -- EXPLAIN: the filters run on indexes ----------------------------------------------
+def _index_names(plan: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(plan, dict):
+        if "Index Name" in plan:
+            found.add(plan["Index Name"])
+        for value in plan.values():
+            found |= _index_names(value)
+    elif isinstance(plan, list):
+        for value in plan:
+            found |= _index_names(value)
+    return found
+
+
+def _explain(dsn: str, statement: sql.Composable, params: Any) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        # The tables hold a few thousand rows, so a sequential scan can still be
+        # cheapest; switching it off (for this transaction only) asks the planner
+        # "can an index serve this?", which is the property under test -- a
+        # missing or unusable index would still show up as a Seq Scan.
+        conn.execute("SET LOCAL enable_seqscan = off")
+        row = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + statement, params).fetchone()
+        conn.rollback()
+    assert row is not None
+    return _index_names(row[0])
+
+
+@pytest.fixture
+def populated(postgres_dsn: str, schema: str) -> str:
+    """5000 tasks over 100 buckets (a few tagged 'rare'), 5000 commands, 2% unfinished."""
+    with psycopg.connect(postgres_dsn) as conn:
+        tasks, commands = sql.Identifier(schema, "tasks"), sql.Identifier(schema, "commands")
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (task_id, name, status, status_version, created_at, updated_at, "
+                "tags, bucket) SELECT 't-' || g, 'job-' || (g % 10), 'pending', 1, "
+                "now() + g * interval '1 second', now(), "
+                "CASE WHEN g % 500 = 0 THEN '[\"rare\"]'::jsonb ELSE '[\"common\"]'::jsonb END, "
+                "g % 100 FROM generate_series(1, 5000) AS g"
+            ).format(tasks)
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (command_id, task_id, kind, issued_by, created_at, finished_at) "
+                "SELECT 'c-' || g, 't-' || g, 'stop', 'bench', now() + g * interval '1 second', "
+                "CASE WHEN g % 50 = 0 THEN NULL ELSE now() END "
+                "FROM generate_series(1, 5000) AS g"
+            ).format(commands)
+        )
+        conn.commit()
+        conn.execute(sql.SQL("ANALYZE {}").format(tasks))
+        conn.execute(sql.SQL("ANALYZE {}").format(commands))
+        conn.commit()
+    return schema
+
+
+@checks("QUERY-PUSHDOWN")
+def test_explain_bucket_query_uses_the_bucket_index(postgres_dsn: str, populated: str) -> None:
+    built = pgstore.query_statement(populated, TaskQuery(buckets=frozenset({3, 7})))
+    assert built is not None
+    assert "tasks_bucket_idx" in _explain(postgres_dsn, *built)
+
+
+@checks("QUERY-PUSHDOWN")
+def test_explain_tag_query_uses_the_gin_index(postgres_dsn: str, populated: str) -> None:
+    built = pgstore.query_statement(populated, TaskQuery(tag="rare"))
+    assert built is not None
+    assert "tasks_tags_idx" in _explain(postgres_dsn, *built)
+
+
+@checks("QUERY-PUSHDOWN")
+def test_explain_claim_uses_the_partial_index(postgres_dsn: str, populated: str) -> None:
+    now = at(0)
+    params = {"now": now, "until": now + timedelta(seconds=30), "limit": 10}
+    assert "commands_unfinished_idx" in _explain(
+        postgres_dsn, pgstore.claim_statement(populated), params
+    )
+
+
+@checks("QUERY-PUSHDOWN")
+def test_store_query_agrees_with_the_explained_statement(postgres_dsn: str, populated: str) -> None:
+    """The statement EXPLAINed above is the one the store runs: same rows."""
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=populated)
+    try:
+        found = store.query(TaskQuery(buckets=frozenset({0, 7}), tag="rare"))
+        assert [t.task_id for t in found] == [f"t-{g}" for g in range(500, 5001, 500)]
+        in_buckets = store.query(TaskQuery(buckets=frozenset({3, 7})))
+        assert [t.task_id for t in in_buckets] == [
+            f"t-{g}" for g in range(1, 5001) if g % 100 in (3, 7)
+        ]
+        rare = store.query(TaskQuery(tag="rare", newest_first=True, limit=3))
+        assert [t.task_id for t in rare] == ["t-5000", "t-4500", "t-4000"]
+        assert store.counts()[TaskStatus.PENDING] == 5000
+    finally:
+        store.close()
