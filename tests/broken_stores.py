@@ -1,0 +1,800 @@
+"""Deliberately broken stores: one realistic mistake each, on top of the in-memory store.
+
+``BROKEN`` maps every contract-scope clause to the broken stores that violate
+it. ``test_teeth.py`` runs the clause's contract tests against each one and
+requires at least one to fail -- proof that the check can fail, and fails for
+the mistake it claims to catch. Most of these mistakes come straight from the
+backend guide's trap table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chongming_conformance import (
+    Command,
+    ConcurrencyConflict,
+    Progress,
+    StoreError,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+from reference_stores.memory import InMemoryTaskStore, _matches
+
+Base = InMemoryTaskStore
+
+
+def _sorted(tasks: list[TaskSnapshot], q: TaskQuery) -> list[TaskSnapshot]:
+    tasks.sort(key=lambda t: (t.created_at, t.task_id), reverse=q.newest_first)
+    return tasks if q.limit is None else tasks[: q.limit]
+
+
+# -- structure -------------------------------------------------------------------------
+class TouchWithoutLease(Base):
+    """touch() predates the lease: it lacks lease_owner/lease_until."""
+
+    def touch(  # type: ignore[override]
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+    ) -> None:
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at)
+
+
+class PositionalExpectVersion(Base):
+    """save() takes expect_version positionally only."""
+
+    def save(self, snapshot: TaskSnapshot, expect_version: int, /) -> None:  # type: ignore[override]
+        super().save(snapshot, expect_version=expect_version)
+
+
+# -- create / get --------------------------------------------------------------------------
+class CreateResetsVersion(Base):
+    """create() assigns version 0 itself instead of storing the caller's."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(replace(snapshot, status_version=0))
+
+
+class CreateOverwrites(Base):
+    """create() is an upsert: a second create silently replaces a running task."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._tasks[snapshot.task_id] = snapshot
+
+
+class GetRaisesOnMissing(Base):
+    """get() raises KeyError for an unknown id."""
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        return self._tasks[task_id]
+
+
+# -- save -------------------------------------------------------------------------------------
+class SaveOnlyStatus(Base):
+    """save() writes only status and version (a partial UPDATE)."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self.get(snapshot.task_id)
+        merged = snapshot if current is None else replace(
+            current, status=snapshot.status, status_version=snapshot.status_version
+        )
+        super().save(merged, expect_version=expect_version)
+
+
+class SaveWithoutVersionCheck(Base):
+    """save() is last-write-wins: no version check at all."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self._tasks.get(snapshot.task_id)
+        if current is None:
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, None)
+        self._tasks[snapshot.task_id] = replace(
+            snapshot, lease_owner=current.lease_owner, lease_until=current.lease_until
+        )
+
+
+class SaveConflictWithoutDetails(Base):
+    """The conflict carries no actual version and the wrong expected one."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        try:
+            super().save(snapshot, expect_version=expect_version)
+        except ConcurrencyConflict:
+            raise ConcurrencyConflict(snapshot.task_id, snapshot.status_version, None) from None
+
+
+class SaveAutoRetries(Base):
+    """On conflict, save() re-reads the row and writes again -- hiding a second writer."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        try:
+            super().save(snapshot, expect_version=expect_version)
+        except ConcurrencyConflict as exc:
+            if exc.actual is None:
+                raise
+            super().save(snapshot, expect_version=exc.actual)
+
+
+class SaveRequiresSuccessor(Base):
+    """save() insists the new version is exactly expect_version + 1."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        if snapshot.status_version != expect_version + 1:
+            current = self.get(snapshot.task_id)
+            actual = None if current is None else current.status_version
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
+        super().save(snapshot, expect_version=expect_version)
+
+
+class SaveWritesLease(Base):
+    """save() writes the whole snapshot, lease columns included."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        super().save(snapshot, expect_version=expect_version)
+        self._tasks[snapshot.task_id] = snapshot
+
+
+class SaveUpserts(Base):
+    """save() of a missing task inserts it."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        if snapshot.task_id not in self._tasks:
+            self._tasks[snapshot.task_id] = snapshot
+            return
+        super().save(snapshot, expect_version=expect_version)
+
+
+# -- query ----------------------------------------------------------------------------------
+class QueryNoneReturnsNothing(Base):
+    """query(None) is treated as 'no query', returning nothing."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        return [] if query is None else super().query(query)
+
+
+class QueryIgnoresNewestFirst(Base):
+    """newest_first is ignored."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        return super().query(replace(q, newest_first=False))
+
+
+class QueryDropsTies(Base):
+    """Results are keyed by created_at, so tasks created at the same instant collapse."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        by_time = {t.created_at: t for t in super().query(query)}
+        return list(by_time.values())
+
+
+class QueryIgnoresStatuses(Base):
+    """Only the first status of the set is used."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.statuses:
+            first = min(q.statuses, key=lambda s: s.value)
+            q = replace(q, statuses=frozenset({first}))
+        return super().query(q)
+
+
+class QueryNameCaseInsensitive(Base):
+    """name compares case-insensitively (a collation default)."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.name is None:
+            return super().query(q)
+        rest = super().query(replace(q, name=None, limit=None))
+        found = [t for t in rest if t.name.lower() == q.name.lower()]
+        return _sorted(found, q)
+
+
+class QueryPrefixIsLike(Base):
+    """name_prefix goes into an unescaped, case-insensitive LIKE: % and _ are wildcards."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.name_prefix is None:
+            return super().query(q)
+        pattern = "".join(
+            ".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in q.name_prefix
+        )
+        rest = super().query(replace(q, name_prefix=None, limit=None))
+        found = [t for t in rest if re.match(pattern, t.name, re.IGNORECASE | re.DOTALL)]
+        return _sorted(found, q)
+
+
+class QueryTagSubstring(Base):
+    """tag is a substring search on the joined tag text: 'io' matches 'ios'."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.tag is None:
+            return super().query(q)
+        rest = super().query(replace(q, tag=None, limit=None))
+        found = [t for t in rest if q.tag in ",".join(sorted(t.tags))]
+        return _sorted(found, q)
+
+
+class QueryBucketZeroIsNone(Base):
+    """bucket 0 is falsy, so it is stored as 'no bucket'."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(replace(snapshot, bucket=snapshot.bucket or None))
+
+
+class QueryPipelinePrefix(Base):
+    """pipeline_run_id matches as a prefix."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.pipeline_run_id is None:
+            return super().query(q)
+        rest = super().query(replace(q, pipeline_run_id=None, limit=None))
+        found = [t for t in rest if (t.pipeline_run_id or "").startswith(q.pipeline_run_id)]
+        return _sorted(found, q)
+
+
+class QueryIgnoresLimit(Base):
+    """limit is ignored."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        return super().query(replace(query or TaskQuery(), limit=None))
+
+
+class QueryLimitZeroIsNone(Base):
+    """limit=0 is falsy, so it means 'no limit'."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        return super().query(replace(q, limit=q.limit or None))
+
+
+class QueryFiltersOred(Base):
+    """Filters are ORed: a task matching any one filter is returned."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        single = [
+            TaskQuery(statuses=q.statuses),
+            TaskQuery(name=q.name),
+            TaskQuery(name_prefix=q.name_prefix),
+            TaskQuery(tag=q.tag),
+            TaskQuery(buckets=q.buckets),
+            TaskQuery(pipeline_run_id=q.pipeline_run_id),
+        ]
+        active = [s for s in single if s != TaskQuery()]
+        if not active:
+            return super().query(q)
+        found = [t for t in self._tasks.values() if any(_matches(t, s) for s in active)]
+        return _sorted(found, q)
+
+
+class QueryEmptySetIsNoFilter(Base):
+    """An empty statuses/buckets set is treated like None (`if q.statuses:`)."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        return super().query(
+            replace(q, statuses=q.statuses or None, buckets=q.buckets or None)
+        )
+
+
+# -- counts --------------------------------------------------------------------------------
+class CountsCachedAtCreate(Base):
+    """counts() is a counter updated by create() only; save() forgets to move it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._counter = dict.fromkeys(TaskStatus, 0)
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(snapshot)
+        self._counter[snapshot.status] += 1
+
+    def counts(self) -> Mapping[TaskStatus, int]:
+        return dict(self._counter)
+
+
+class CountsOmitsZeros(Base):
+    """counts() is a plain GROUP BY: statuses with no tasks are missing."""
+
+    def counts(self) -> Mapping[TaskStatus, int]:
+        return {k: v for k, v in super().counts().items() if v}
+
+
+# -- history -----------------------------------------------------------------------------------
+class AppendDuplicates(Base):
+    """append() is a plain INSERT into a list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: list[Transition] = []
+
+    def append(self, transition: Transition) -> None:
+        self._rows.append(transition)
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        rows = [t for t in self._rows if t.task_id == task_id and t.version > since_version]
+        return sorted(rows, key=lambda t: t.version)
+
+
+class AppendUpserts(Base):
+    """append() replaces an existing row (INSERT OR REPLACE)."""
+
+    def append(self, transition: Transition) -> None:
+        self._history.setdefault(transition.task_id, {})[transition.version] = transition
+
+
+class HistoryUnordered(Base):
+    """history() returns rows in append order."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        rows = self._history.get(task_id, {})
+        return [t for t in rows.values() if t.version > since_version]
+
+
+class HistoryIgnoresSince(Base):
+    """history() ignores since_version."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        return super().history(task_id)
+
+
+class HistorySinceInclusive(Base):
+    """history() uses >= since_version."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        return super().history(task_id, since_version=since_version - 1 if since_version else 0)
+
+
+class HistoryPrefixTask(Base):
+    """history() selects with LIKE task_id || '%'."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        rows = [
+            t
+            for tid, versions in self._history.items()
+            if tid.startswith(task_id)
+            for t in versions.values()
+            if t.version > since_version
+        ]
+        return sorted(rows, key=lambda t: t.version)
+
+
+class HistoryUnknownRaises(Base):
+    """history() raises KeyError for a task with no rows."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        if task_id not in self._history:
+            raise KeyError(task_id)
+        return super().history(task_id, since_version=since_version)
+
+
+class TransitionDropsReason(Base):
+    """append() has no reason column."""
+
+    def append(self, transition: Transition) -> None:
+        super().append(replace(transition, reason=None))
+
+
+# -- touch ----------------------------------------------------------------------------------
+class TouchBumpsVersion(Base):
+    """touch() goes through the versioned path and bumps status_version."""
+
+    def touch(self, task_id: str, **kwargs: Any) -> None:
+        super().touch(task_id, **kwargs)
+        current = self._tasks.get(task_id)
+        if current is not None and any(v is not None for v in kwargs.values()):
+            self._tasks[task_id] = replace(current, status_version=current.status_version + 1)
+
+
+class TouchWritesAllFields(Base):
+    """touch() writes all four columns, None included."""
+
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        current = self._tasks.get(task_id)
+        if current is not None:
+            self._tasks[task_id] = replace(
+                current,
+                progress=progress,
+                heartbeat_at=heartbeat_at,
+                lease_owner=lease_owner,
+                lease_until=lease_until,
+            )
+
+
+class TouchMissingRaises(Base):
+    """touch() of an unknown task raises."""
+
+    def touch(self, task_id: str, **kwargs: Any) -> None:
+        if task_id not in self._tasks:
+            raise StoreError(f"no task {task_id!r}")
+        super().touch(task_id, **kwargs)
+
+
+class TouchIgnoresLease(Base):
+    """touch() only knows progress and heartbeat; the lease arguments are dropped."""
+
+    def touch(self, task_id: str, **kwargs: Any) -> None:
+        kwargs.pop("lease_owner", None)
+        kwargs.pop("lease_until", None)
+        super().touch(task_id, **kwargs)
+
+
+class TouchDerivesLease(Base):
+    """touch() derives the lease from the heartbeat (heartbeat + 30 s)."""
+
+    def touch(self, task_id: str, **kwargs: Any) -> None:
+        heartbeat = kwargs.get("heartbeat_at")
+        if heartbeat is not None:
+            kwargs["lease_until"] = heartbeat + timedelta(seconds=30)
+        super().touch(task_id, **kwargs)
+
+
+# -- commands ------------------------------------------------------------------------------
+class ClaimReturnsUnleasedCopy(Base):
+    """claim_commands() returns the commands as they were before the lease."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        claimed = super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+        return [replace(c, lease_until=None) for c in claimed]
+
+
+class SubmitOverwrites(Base):
+    """submit_command() replaces a command with the same id."""
+
+    def submit_command(self, command: Command) -> None:
+        self._commands[command.command_id] = command
+
+
+class ClaimIgnoresLease(Base):
+    """claim_commands() only checks finished_at."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        self._commands = {k: replace(c, lease_until=None) for k, c in self._commands.items()}
+        return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+
+
+class ClaimBoundaryExclusive(Base):
+    """A lease is treated as expired only strictly after lease_until."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        tick = timedelta(microseconds=1)
+        held = {k for k, c in self._commands.items() if c.lease_until == now}
+        for k in held:  # pretend these are still leased for one more microsecond
+            self._commands[k] = replace(self._commands[k], lease_until=now + tick)
+        try:
+            return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+        finally:
+            for k in held:
+                if self._commands[k].lease_until == now + tick:
+                    self._commands[k] = replace(self._commands[k], lease_until=now)
+
+
+class ClaimNeverExpires(Base):
+    """Only never-leased commands are claimable: a crashed holder blocks its command forever."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        free = sorted(
+            (c for c in self._commands.values() if c.finished_at is None and c.lease_until is None),
+            key=lambda c: (c.created_at, c.command_id),
+        )[:limit]
+        until = now + timedelta(seconds=lease_seconds)
+        for c in free:
+            self._commands[c.command_id] = replace(c, lease_until=until)
+        return [self._commands[c.command_id] for c in free]
+
+
+class ClaimInsertionOrder(Base):
+    """claim_commands() takes commands in insertion order, not created_at."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        free = [
+            c
+            for c in self._commands.values()
+            if c.finished_at is None and (c.lease_until is None or c.lease_until <= now)
+        ][:limit]
+        until = now + timedelta(seconds=lease_seconds)
+        for c in free:
+            self._commands[c.command_id] = replace(c, lease_until=until)
+        return [self._commands[c.command_id] for c in free]
+
+
+class ClaimLeasesBeyondLimit(Base):
+    """claim_commands() leases every free command but returns only `limit` of them."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=10**9)[:limit]
+
+
+class CompleteOnlyClearsLease(Base):
+    """complete_command() clears the lease instead of finishing the command."""
+
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        self.release_command(command_id, now=now)
+
+
+class CompleteRaisesWhenDone(Base):
+    """complete_command() raises for unknown or already-completed commands."""
+
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        command = self._commands.get(command_id)
+        if command is None or command.finished_at is not None:
+            raise StoreError(f"command {command_id!r} is not open")
+        super().complete_command(command_id, now=now, outcome=outcome)
+
+
+class ReleaseCompletes(Base):
+    """release_command() is implemented as complete_command() -- a silent drop."""
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        self.complete_command(command_id, now=now, outcome="released")
+
+
+class ReleaseReopens(Base):
+    """release_command() clears finished_at too, resurrecting completed commands."""
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        command = self._commands.get(command_id)
+        if command is not None:
+            self._commands[command_id] = replace(command, lease_until=None, finished_at=None)
+
+
+# -- prune -------------------------------------------------------------------------------------
+class PruneAnyStatus(Base):
+    """prune() drops the oldest tasks whatever their status."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        ordered = sorted(self._tasks.values(), key=lambda t: (t.created_at, t.task_id))
+        doomed = ordered[: max(len(ordered) - keep_terminal, 0)]
+        for t in doomed:
+            del self._tasks[t.task_id]
+            self._history.pop(t.task_id, None)
+        return len(doomed)
+
+
+class PruneNewestFirst(Base):
+    """prune() drops the newest terminal tasks and keeps the oldest."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        terminal = sorted(
+            (t for t in self._tasks.values() if t.status.is_terminal),
+            key=lambda t: (t.created_at, t.task_id),
+        )
+        doomed = terminal[keep_terminal:]
+        for t in doomed:
+            del self._tasks[t.task_id]
+            self._history.pop(t.task_id, None)
+        return len(doomed)
+
+
+class PruneKeepsHistory(Base):
+    """prune() deletes tasks but leaves their transitions behind."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        saved = {k: dict(v) for k, v in self._history.items()}
+        dropped = super().prune(keep_terminal=keep_terminal)
+        self._history = saved
+        return dropped
+
+
+class PruneKeepsCommands(Base):
+    """prune() deletes tasks but leaves their commands claimable."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        saved = dict(self._commands)
+        dropped = super().prune(keep_terminal=keep_terminal)
+        self._commands = saved
+        return dropped
+
+
+# -- round-trip and time ---------------------------------------------------------------------
+class DropsProgressTotal(Base):
+    """The progress_total column was forgotten."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        if snapshot.progress is not None:
+            snapshot = replace(snapshot, progress=replace(snapshot.progress, total=None))
+        super().create(snapshot)
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        if snapshot.progress is not None:
+            snapshot = replace(snapshot, progress=replace(snapshot.progress, total=None))
+        super().save(snapshot, expect_version=expect_version)
+
+
+def _wall_clock_as_utc(value: datetime | None) -> datetime | None:
+    """What storing local wall-clock time and reading it back as UTC does."""
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+class StoresLocalTime(Base):
+    """Datetimes are stored as their local wall-clock text and read back as UTC."""
+
+    _FIELDS = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at",
+               "lease_until")
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        changes = {f: _wall_clock_as_utc(getattr(snapshot, f)) for f in self._FIELDS}
+        super().create(snapshot.evolve(**changes))
+
+    def append(self, transition: Transition) -> None:
+        at = _wall_clock_as_utc(transition.at)
+        assert at is not None
+        super().append(replace(transition, at=at))
+
+    def submit_command(self, command: Command) -> None:
+        created = _wall_clock_as_utc(command.created_at)
+        assert created is not None
+        super().submit_command(replace(command, created_at=created))
+
+
+class TruncatesMicroseconds(Base):
+    """Datetimes are stored to the second (a DATETIME(0)-style column)."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(replace(snapshot, created_at=snapshot.created_at.replace(microsecond=0)))
+
+    def append(self, transition: Transition) -> None:
+        super().append(replace(transition, at=transition.at.replace(microsecond=0)))
+
+
+class SortsByWallClockText(Base):
+    """query() and claim order by the ISO text of the original datetimes."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        found = [t for t in self._tasks.values() if _matches(t, q)]
+        found.sort(key=lambda t: t.created_at.isoformat(), reverse=q.newest_first)
+        return found if q.limit is None else found[: q.limit]
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        text = now.isoformat()
+        free = sorted(
+            (
+                c
+                for c in self._commands.values()
+                if c.finished_at is None
+                and (c.lease_until is None or c.lease_until.isoformat() <= text)
+            ),
+            key=lambda c: c.created_at.isoformat(),
+        )[:limit]
+        until = now + timedelta(seconds=lease_seconds)
+        for c in free:
+            self._commands[c.command_id] = replace(c, lease_until=until)
+        return [self._commands[c.command_id] for c in free]
+
+
+class CommandDropsIssuedBy(Base):
+    """The issued_by column was forgotten; every command comes back as 'unknown'."""
+
+    def submit_command(self, command: Command) -> None:
+        super().submit_command(replace(command, issued_by="unknown"))
+
+
+# -- close --------------------------------------------------------------------------------------
+class CloseTwiceRaises(Base):
+    """close() raises when the store is already closed."""
+
+    def close(self) -> None:
+        if self._closed:
+            raise StoreError("already closed")
+        super().close()
+
+
+class UsableAfterClose(Base):
+    """close() does nothing; the store keeps working."""
+
+    def close(self) -> None:
+        pass
+
+
+class AttributeErrorAfterClose(Base):
+    """close() drops the data structures; later calls die with AttributeError/TypeError."""
+
+    def close(self) -> None:
+        self._tasks = None  # type: ignore[assignment]
+        self._commands = None  # type: ignore[assignment]
+        self._history = None  # type: ignore[assignment]
+        self._closed = False
+
+
+#: clause id -> broken stores that violate it (every contract-scope clause appears).
+BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
+    "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion),
+    "CREATE-THEN-GET": (CreateResetsVersion,),
+    "CREATE-DUPLICATE-RAISES": (CreateOverwrites,),
+    "GET-MISSING-NONE": (GetRaisesOnMissing,),
+    "SAVE-CAS": (SaveOnlyStatus,),
+    "SAVE-CONFLICT-RAISES": (SaveWithoutVersionCheck,),
+    "SAVE-CONFLICT-DETAILS": (SaveConflictWithoutDetails,),
+    "SAVE-NO-AUTO-RETRY": (SaveAutoRetries,),
+    "SAVE-VERSION-SKIP": (SaveRequiresSuccessor,),
+    "SAVE-KEEPS-LEASE": (SaveWritesLease,),
+    "SAVE-MISSING-RAISES": (SaveUpserts,),
+    "QUERY-ALL": (QueryNoneReturnsNothing,),
+    "QUERY-ORDER-CREATED": (QueryIgnoresNewestFirst,),
+    "QUERY-TIES-COMPLETE": (QueryDropsTies,),
+    "QUERY-STATUSES": (QueryIgnoresStatuses,),
+    "QUERY-NAME-EXACT": (QueryNameCaseInsensitive,),
+    "QUERY-NAME-PREFIX-LITERAL": (QueryPrefixIsLike,),
+    "QUERY-TAG-EXACT": (QueryTagSubstring,),
+    "QUERY-BUCKETS": (QueryBucketZeroIsNone,),
+    "QUERY-PIPELINE": (QueryPipelinePrefix,),
+    "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone),
+    "QUERY-FILTERS-COMBINE": (QueryFiltersOred,),
+    "QUERY-EMPTY-SET-MATCHES-NOTHING": (QueryEmptySetIsNoFilter,),
+    "COUNTS-PER-STATUS": (CountsCachedAtCreate,),
+    "COUNTS-ALL-KEYS": (CountsOmitsZeros,),
+    "APPEND-IDEMPOTENT": (AppendDuplicates,),
+    "APPEND-FIRST-WINS": (AppendUpserts,),
+    "HISTORY-ORDERED": (HistoryUnordered,),
+    "HISTORY-SINCE": (HistoryIgnoresSince, HistorySinceInclusive),
+    "HISTORY-PER-TASK": (HistoryPrefixTask,),
+    "HISTORY-UNKNOWN-EMPTY": (HistoryUnknownRaises,),
+    "TRANSITION-ROUNDTRIP": (TransitionDropsReason,),
+    "TOUCH-NO-VERSION": (TouchBumpsVersion,),
+    "TOUCH-ONLY-NAMED-FIELDS": (TouchWritesAllFields,),
+    "TOUCH-MISSING-IGNORED": (TouchMissingRaises,),
+    "TOUCH-LEASE": (TouchIgnoresLease,),
+    "TOUCH-SIGNALS-SEPARATE": (TouchDerivesLease,),
+    "SUBMIT-THEN-CLAIM": (ClaimReturnsUnleasedCopy,),
+    "SUBMIT-DUPLICATE-RAISES": (SubmitOverwrites,),
+    "CLAIM-LEASE-EXCLUSIVE": (ClaimIgnoresLease,),
+    "CLAIM-LEASE-BOUNDARY": (ClaimBoundaryExclusive,),
+    "CLAIM-EXPIRED-RECLAIM": (ClaimNeverExpires,),
+    "CLAIM-ORDER": (ClaimInsertionOrder,),
+    "CLAIM-LIMIT": (ClaimLeasesBeyondLimit,),
+    "COMPLETE-NEVER-RECLAIMED": (CompleteOnlyClearsLease,),
+    "COMPLETE-IDEMPOTENT": (CompleteRaisesWhenDone,),
+    "RELEASE-NOT-COMPLETE": (ReleaseCompletes,),
+    "RELEASE-FINISHED-NOOP": (ReleaseReopens,),
+    "PRUNE-TERMINAL-ONLY": (PruneAnyStatus,),
+    "PRUNE-OLDEST-FIRST": (PruneNewestFirst,),
+    "PRUNE-HISTORY": (PruneKeepsHistory,),
+    "PRUNE-COMMANDS": (PruneKeepsCommands,),
+    "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
+    "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
+    "TIME-INSTANT-ORDER": (SortsByWallClockText,),
+    "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy,),
+    "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
+    "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose),
+}
