@@ -1,0 +1,452 @@
+"""Property checks: hypothesis searches for the store bugs no example thought of.
+
+Subclass exactly like ``StoreContract``::
+
+    from chongming_conformance.properties import StoreProperties
+
+    class TestMyStoreProperties(StoreProperties):
+        def make_store(self):
+            return MyStore(...)          # or a generator / context manager
+
+Each ``test_*`` method runs one property over many generated examples; every
+example gets a **fresh store** from ``make_store`` (opened and closed through
+``factory.enter_store`` on its own ``ExitStack``), so examples cannot leak into
+each other. That isolation has a price per example -- a new SQLite file, a
+new Postgres schema -- which is why the kit's profiles keep example counts
+modest (see ``chongming_conformance.profiles``).
+
+The ``@given`` test is built when the method runs, with the settings of
+``profiles.active_settings()`` (or ``hypothesis_settings`` if a subclass sets
+it), so ``--hypothesis-profile``, ``--hypothesis-seed`` and the kit's profiles
+apply even though this module is imported before any of them is chosen.
+
+What a model comparison accepts: wherever the contract allows several answers
+(ties in ``created_at``) any valid answer passes; see
+``chongming_conformance._model``.
+
+``CodecProperties`` checks the kit's own codec and needs no store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, ClassVar
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from . import strategies as cst
+from ._model import Model, check_claim, check_prune, check_query, expected_counts
+from .clauses import checks
+from .codec import (
+    command_to_row,
+    row_to_command,
+    row_to_snapshot,
+    row_to_transition,
+    snapshot_to_row,
+    transition_to_row,
+)
+from .errors import ConcurrencyConflict
+from .factory import enter_store
+from .model import Command, TaskSnapshot, TaskStatus, Transition
+from .profiles import active_settings
+from .protocol import TaskStore
+
+__all__ = ["CodecProperties", "StoreProperties"]
+
+_ANY_SNAPSHOT = cst.snapshots(full=True) | cst.snapshots()
+
+
+def _run(
+    test: Callable[..., None], chosen: settings | None, **strategies: st.SearchStrategy[Any]
+) -> None:
+    """Run ``test`` as a hypothesis test with settings resolved now, not at import."""
+    (chosen or active_settings())(given(**strategies)(test))()
+
+
+def _conflict(call: Callable[[], object], what: str) -> ConcurrencyConflict:
+    try:
+        call()
+    except ConcurrencyConflict as exc:
+        return exc
+    except Exception as exc:
+        raise AssertionError(
+            f"{what}: expected ConcurrencyConflict, got {type(exc).__name__}: {exc}"
+        ) from exc
+    raise AssertionError(f"{what}: expected ConcurrencyConflict, the save went through")
+
+
+def _same(expected: object, actual: object, what: str) -> None:
+    assert actual == expected, f"{what}:\n  expected {expected!r}\n  got      {actual!r}"
+
+
+class CodecProperties:
+    """The kit's codec round-trips every value in the strategies' domain (no store needed)."""
+
+    hypothesis_settings: ClassVar[settings | None] = None
+
+    @checks("SNAPSHOT-FULL-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_snapshot_codec_roundtrip(self) -> None:
+        def prop(snapshot: TaskSnapshot) -> None:
+            _same(snapshot, row_to_snapshot(snapshot_to_row(snapshot)), "codec round-trip")
+
+        _run(prop, self.hypothesis_settings, snapshot=_ANY_SNAPSHOT)
+
+    @checks("TRANSITION-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_transition_codec_roundtrip(self) -> None:
+        def prop(transition: Transition) -> None:
+            got = row_to_transition(transition_to_row(transition))
+            _same(transition, got, "codec round-trip")
+
+        _run(prop, self.hypothesis_settings, transition=cst.transitions() | cst.transitions(
+            full=True))
+
+    @checks("COMMAND-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_command_codec_roundtrip(self) -> None:
+        def prop(command: Command, lease: datetime | None) -> None:
+            command = replace(command, lease_until=lease)
+            _same(command, row_to_command(command_to_row(command)), "codec round-trip")
+
+        _run(
+            prop,
+            self.hypothesis_settings,
+            command=cst.commands(full=True) | cst.commands(),
+            lease=st.none() | cst.aware_datetimes(),
+        )
+
+
+class StoreProperties:
+    """Property checks for one store; subclass and implement ``make_store()``.
+
+    Set ``hypothesis_settings`` on the subclass to pin settings (e.g. a fixed
+    ``max_examples``); by default the active profile decides.
+    """
+
+    hypothesis_settings: ClassVar[settings | None] = None
+
+    def make_store(self) -> Any:
+        """Return a fresh, empty store (callable / generator / context manager forms)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
+
+    @contextlib.contextmanager
+    def fresh_store(self) -> Iterator[TaskStore]:
+        """One isolated store for one example; closed (and torn down) on exit."""
+        with contextlib.ExitStack() as stack:
+            yield enter_store(self.make_store, stack, origin=f"{type(self).__name__}.make_store")
+
+    def run_property(self, test: Callable[..., None], **strategies: Any) -> None:
+        """Run ``test`` under hypothesis with this class's settings (for subclasses' own)."""
+        _run(test, self.hypothesis_settings, **strategies)
+
+    # -- round-trips ----------------------------------------------------------------
+    @checks(
+        "CREATE-THEN-GET",
+        "SNAPSHOT-FULL-ROUNDTRIP",
+        "TIME-UTC-ROUNDTRIP",
+        "SAVE-CAS",
+        "SAVE-KEEPS-LEASE",
+    )
+    def test_snapshot_roundtrip(self) -> None:
+        """create/get and save/get return every field unchanged; save carries the lease."""
+
+        def prop(first: TaskSnapshot, second: TaskSnapshot) -> None:
+            second = replace(second, task_id=first.task_id)
+            with self.fresh_store() as store:
+                store.create(first)
+                _same(first, store.get(first.task_id), "get() after create()")
+                store.save(second, expect_version=first.status_version)
+                expected = replace(
+                    second, lease_owner=first.lease_owner, lease_until=first.lease_until
+                )
+                _same(expected, store.get(first.task_id), "get() after save() (lease kept)")
+
+        self.run_property(prop, first=_ANY_SNAPSHOT, second=_ANY_SNAPSHOT)
+
+    @checks(
+        "TRANSITION-ROUNDTRIP",
+        "APPEND-IDEMPOTENT",
+        "HISTORY-ORDERED",
+        "HISTORY-SINCE",
+        "HISTORY-PER-TASK",
+        "HISTORY-UNKNOWN-EMPTY",
+        "TIME-UTC-ROUNDTRIP",
+    )
+    def test_history_matches_model(self) -> None:
+        """Appends in any order, replayed, over several tasks: history() equals the model."""
+
+        def prop(ids: list[str], data: st.DataObject) -> None:
+            rows = data.draw(
+                st.lists(
+                    cst.transitions(
+                        full=data.draw(st.booleans()),
+                        task_id=st.sampled_from(ids),
+                        version=st.integers(0, 6) | cst.versions(),
+                    ),
+                    max_size=12,
+                ),
+                label="appends",
+            )
+            # Replays: the same rows again (crash recovery), in another order.
+            replays = data.draw(st.permutations(rows), label="replays")
+            model = Model()
+            with self.fresh_store() as store:
+                for row in [*rows, *replays[: data.draw(st.integers(0, len(rows)))]]:
+                    store.append(row)
+                    model.append(row)
+                for task_id in ids:
+                    for since in {0, *(v for (t, v) in model.history if t == task_id)}:
+                        _same(
+                            model.history_of(task_id, since),
+                            list(store.history(task_id, since_version=since)),
+                            f"history({task_id!r}, since_version={since})",
+                        )
+                    _same(model.history_of(task_id), list(store.history(task_id)),
+                          f"history({task_id!r})")
+                unknown = "".join(ids) + "-never-appended"
+                _same([], list(store.history(unknown)), "history() of an unknown task")
+
+        self.run_property(
+            prop, ids=st.lists(cst.task_ids(), min_size=1, max_size=3, unique=True),
+            data=st.data(),
+        )
+
+    @checks(
+        "SUBMIT-THEN-CLAIM",
+        "COMMAND-ROUNDTRIP",
+        "CLAIM-ORDER",
+        "CLAIM-LIMIT",
+        "CLAIM-LEASE-EXCLUSIVE",
+        "TIME-INSTANT-ORDER",
+        "TIME-UTC-ROUNDTRIP",
+    )
+    def test_claim_matches_model(self) -> None:
+        """Submitted commands come back intact from claims, oldest first, limit obeyed."""
+
+        def prop(created: st.SearchStrategy[datetime], data: st.DataObject) -> None:
+            commands = data.draw(
+                st.lists(
+                    cst.commands(created_at=created) | cst.commands(full=True, created_at=created),
+                    max_size=8,
+                    unique_by=lambda c: c.command_id,
+                ),
+                label="commands",
+            )
+            now = data.draw(cst.aware_datetimes(), label="now")
+            model = Model()
+            with self.fresh_store() as store:
+                for command in commands:
+                    store.submit_command(command)
+                    model.submit(command)
+                for _ in range(data.draw(st.integers(1, 3), label="claims")):
+                    lease = data.draw(cst.lease_seconds().filter(lambda s: s > 0), label="lease")
+                    limit = data.draw(cst.limits(), label="limit")
+                    claimed = list(
+                        store.claim_commands(now=now, lease_seconds=lease, limit=limit)
+                    )
+                    check_claim(
+                        claimed, model.commands.values(), now=now, lease_seconds=lease,
+                        limit=limit,
+                    )
+                    model.adopt_claim(claimed)
+
+        self.run_property(prop, created=cst.tie_prone_datetimes(), data=st.data())
+
+    # -- optimistic concurrency ---------------------------------------------------------
+    @checks(
+        "SAVE-VERSION-SKIP",
+        "SAVE-CAS",
+        "SAVE-CONFLICT-RAISES",
+        "SAVE-MISSING-RAISES",
+        "SAVE-NO-AUTO-RETRY",
+    )
+    def test_version_skip(self) -> None:
+        """Along any increasing version path: only expect == stored succeeds, gaps allowed."""
+
+        def prop(path: list[int], base: TaskSnapshot, data: st.DataObject) -> None:
+            def at_version(version: int) -> TaskSnapshot:
+                status = data.draw(cst.statuses(), label=f"status v{version}")
+                return replace(base, task_id="skip", status=status, status_version=version)
+
+            with self.fresh_store() as store:
+                first = at_version(path[0])
+                _conflict(
+                    lambda: store.save(first, expect_version=path[0]), "save() of a missing task"
+                )
+                assert store.get("skip") is None, "a save() of a missing task created it"
+                store.create(first)
+                stored = first
+                for version in path[1:]:
+                    new = at_version(version)
+                    held = stored.status_version
+                    wrong = {held - 1, held + 1, version, data.draw(cst.versions(), label="other")}
+                    for expect in sorted(w for w in wrong if w != held and 0 <= w <= cst.INT64_MAX):
+                        what = f"save(v{version}, expect_version={expect}) over v{held}"
+                        _conflict(functools.partial(store.save, new, expect_version=expect), what)
+                        _same(stored, store.get("skip"), f"get() after refused {what}")
+                    store.save(new, expect_version=held)
+                    stored = replace(
+                        new, lease_owner=stored.lease_owner, lease_until=stored.lease_until
+                    )
+                    _same(stored, store.get("skip"), f"get() after save v{held} -> v{version}")
+
+        self.run_property(prop, path=cst.version_paths(), base=_ANY_SNAPSHOT, data=st.data())
+
+    # -- touch ------------------------------------------------------------------------------
+    @checks(
+        "TOUCH-NO-VERSION",
+        "TOUCH-ONLY-NAMED-FIELDS",
+        "TOUCH-MISSING-IGNORED",
+        "TOUCH-LEASE",
+        "TOUCH-SIGNALS-SEPARATE",
+        "SAVE-KEEPS-LEASE",
+    )
+    def test_touch_interleaved_with_saves(self) -> None:
+        """Any interleaving of touch and save: version moves only by save, last lease kept."""
+
+        def prop(first: TaskSnapshot, data: st.DataObject) -> None:
+            model = Model()
+            task_id = first.task_id
+            with self.fresh_store() as store:
+                store.create(first)
+                model.create(first)
+                for step in range(data.draw(st.integers(1, 8), label="steps")):
+                    kind = data.draw(st.sampled_from(("touch", "save", "touch-missing")))
+                    if kind == "save":
+                        held = model.version_of(task_id)
+                        assert held is not None
+                        gap = data.draw(st.sampled_from((0, 1, 2, 1000)), label="gap")
+                        new = data.draw(
+                            cst.snapshots(
+                                full=data.draw(st.booleans()),
+                                task_id=st.just(task_id),
+                                status_version=st.just(min(held + gap, cst.INT64_MAX)),
+                            ),
+                            label="save",
+                        )
+                        store.save(new, expect_version=held)
+                        model.save(new, held)
+                    else:
+                        progress = data.draw(st.none() | cst.progresses(), label="progress")
+                        beat = data.draw(st.none() | cst.aware_datetimes(), label="heartbeat_at")
+                        owner = data.draw(st.none() | cst.texts(), label="lease_owner")
+                        until = data.draw(st.none() | cst.aware_datetimes(), label="lease_until")
+                        target = task_id if kind == "touch" else task_id + "-missing"
+                        store.touch(
+                            target,
+                            progress=progress,
+                            heartbeat_at=beat,
+                            lease_owner=owner,
+                            lease_until=until,
+                        )
+                        model.touch(
+                            target,
+                            progress=progress,
+                            heartbeat_at=beat,
+                            lease_owner=owner,
+                            lease_until=until,
+                        )
+                        assert store.get(task_id + "-missing") is None, (
+                            "touch() of a missing task created it"
+                        )
+                    _same(model.tasks[task_id], store.get(task_id), f"get() after step {step}")
+
+        self.run_property(prop, first=_ANY_SNAPSHOT, data=st.data())
+
+    # -- query and counts -----------------------------------------------------------------
+    @checks(
+        "QUERY-ALL",
+        "QUERY-ORDER-CREATED",
+        "QUERY-TIES-COMPLETE",
+        "QUERY-STATUSES",
+        "QUERY-NAME-EXACT",
+        "QUERY-NAME-PREFIX-LITERAL",
+        "QUERY-TAG-EXACT",
+        "QUERY-BUCKETS",
+        "QUERY-PIPELINE",
+        "QUERY-LIMIT",
+        "QUERY-FILTERS-COMBINE",
+        "QUERY-EMPTY-SET-MATCHES-NOTHING",
+        "TIME-INSTANT-ORDER",
+    )
+    def test_query_matches_model(self) -> None:
+        """Random tasks, random TaskQuery: the result is a valid answer of the model."""
+
+        def prop(tasks: list[TaskSnapshot], data: st.DataObject) -> None:
+            pools = cst.queries(
+                names_pool=sorted({t.name for t in tasks}),
+                tags_pool=sorted({tag for t in tasks for tag in t.tags}),
+                buckets_pool=sorted({t.bucket for t in tasks if t.bucket is not None}),
+                pipelines_pool=sorted({t.pipeline_run_id for t in tasks if t.pipeline_run_id}),
+            )
+            with self.fresh_store() as store:
+                for task in tasks:
+                    store.create(task)
+                check_query(store.query(), tasks, None)
+                check_query(store.query(None), tasks, None)
+                for q in data.draw(st.lists(pools, min_size=1, max_size=6), label="queries"):
+                    check_query(store.query(q), tasks, q)
+
+        self.run_property(prop, tasks=cst.snapshot_lists(), data=st.data())
+
+    @checks("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
+    def test_counts_match_model(self) -> None:
+        """counts() equals the model's, every status present, after creates and saves."""
+
+        def prop(tasks: list[TaskSnapshot], moves: list[tuple[int, TaskStatus]]) -> None:
+            model = Model()
+            with self.fresh_store() as store:
+                _same(expected_counts([]), dict(store.counts()), "counts() of an empty store")
+                for task in tasks:
+                    store.create(task)
+                    model.create(task)
+                for index, status in moves if tasks else ():
+                    current = model.tasks[tasks[index % len(tasks)].task_id]
+                    held = current.status_version
+                    new = replace(current, status=status,
+                                  status_version=min(held + 1, cst.INT64_MAX))
+                    store.save(new, expect_version=held)
+                    model.save(new, held)
+                _same(expected_counts(model.tasks.values()), dict(store.counts()), "counts()")
+
+        self.run_property(
+            prop,
+            tasks=cst.snapshot_lists(),
+            moves=st.lists(st.tuples(st.integers(0, 100), cst.statuses()), max_size=5),
+        )
+
+    # -- prune ---------------------------------------------------------------------------------
+    @checks("PRUNE-TERMINAL-ONLY", "PRUNE-OLDEST-FIRST", "PRUNE-HISTORY")
+    def test_prune_matches_model(self) -> None:
+        """prune(k) drops only terminal tasks, the oldest, with their history; returns the count."""
+
+        def prop(tasks: list[TaskSnapshot], keep: int) -> None:
+            model = Model()
+            with self.fresh_store() as store:
+                for task in tasks:
+                    store.create(task)
+                    model.create(task)
+                    row = Transition(task.task_id, 1, None, task.status, task.updated_at)
+                    store.append(row)
+                    model.append(row)
+                returned = store.prune(keep_terminal=keep)
+                left = {t.task_id for t in store.query()}
+                assert left <= set(model.tasks), "prune() created tasks"
+                dropped = set(model.tasks) - left
+                check_prune(dropped, returned, model.tasks, keep)
+                model.adopt_prune(dropped)
+                for task in tasks:
+                    _same(model.tasks.get(task.task_id), store.get(task.task_id),
+                          f"get({task.task_id!r}) after prune")
+                    _same(model.history_of(task.task_id), list(store.history(task.task_id)),
+                          f"history({task.task_id!r}) after prune")
+
+        self.run_property(
+            prop,
+            tasks=cst.snapshot_lists(max_size=8),
+            keep=st.integers(0, 9),
+        )
+

@@ -1,0 +1,464 @@
+"""Hypothesis strategies for the TaskStore model, public so store authors can reuse them.
+
+Every function returns a ``SearchStrategy`` and is cheap to call; compose them
+like hypothesis' own strategies::
+
+    from hypothesis import given
+    from chongming_conformance import strategies as cst
+
+    @given(cst.snapshots(full=True))
+    def test_my_codec(snapshot): ...
+
+The values stay inside a documented *domain* -- the inputs the contract promises
+a store must handle. Outside it a store may legitimately refuse a value, so
+generating it would report bugs that are not bugs:
+
+* **text** (:func:`texts`): any Unicode scalar value except NUL (U+0000) and the
+  surrogates (U+D800..U+DFFF). NUL is excluded because PostgreSQL ``text`` cannot
+  store it (and C-string based drivers truncate at it); lone surrogates are
+  excluded because they are not encodable as UTF-8, so no UTF-8 backend can
+  store them. Everything else is fair game and the generator leans on the
+  characters that break stores: SQL ``LIKE`` wildcards ``%`` ``_`` ``\\``,
+  quotes, JSON metacharacters, combining marks (``e`` + U+0301 is *not* ``é``:
+  stores must not normalise), right-to-left text and controls, astral-plane
+  characters (two UTF-16 units, four UTF-8 bytes), case variants.
+* **datetimes** (:func:`aware_datetimes`): aware, microsecond precision, the UTC
+  instant between ``1970-01-01`` and the end of ``2200`` by default, expressed in
+  fixed UTC offsets from -12:00 to +14:00 including non-whole-hour ones
+  (+05:45, -03:30, +05:30, -09:30). Fixed offsets only: the store sees just
+  the instant and its offset, so a named zone adds nothing it could observe.
+* **integers** (:func:`versions`, :func:`buckets`, :func:`counts_and_totals`):
+  ``0 .. 2**63 - 1``, the range of SQL ``BIGINT`` (every mainstream backend's
+  64-bit integer), with the boundaries 0, 1, ``2**31 - 1``, ``2**31``, ``2**53``
+  and ``2**63 - 1`` drawn often.
+* **lease durations** (:func:`lease_seconds`): whole seconds plus a few binary
+  fractions (0.25, 0.5, 1.5), so ``now + lease_seconds`` is exact to the
+  microsecond in every arithmetic a backend might use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from .model import (
+    Command,
+    CommandKind,
+    Failure,
+    Progress,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+
+__all__ = [
+    "FIXED_OFFSETS",
+    "INT64_MAX",
+    "INTEGER_BOUNDARIES",
+    "NAME_POOL",
+    "SPECIAL_CHARACTERS",
+    "TAG_POOL",
+    "aware_datetimes",
+    "buckets",
+    "command_ids",
+    "commands",
+    "counts_and_totals",
+    "failures",
+    "identifiers",
+    "lease_seconds",
+    "limits",
+    "names",
+    "offsets",
+    "progresses",
+    "queries",
+    "snapshot_lists",
+    "snapshots",
+    "statuses",
+    "tag_sets",
+    "tags",
+    "task_ids",
+    "texts",
+    "tie_prone_datetimes",
+    "transitions",
+    "version_paths",
+    "versions",
+]
+
+#: Largest value of a signed 64-bit integer (SQL BIGINT): the top of the integer domain.
+INT64_MAX = 2**63 - 1
+#: Integer values drawn with high probability: the edges where backends overflow or round.
+INTEGER_BOUNDARIES: tuple[int, ...] = (0, 1, 2**31 - 1, 2**31, 2**53, INT64_MAX)
+
+#: The fixed offsets drawn most often: UTC, the non-whole-hour ones, and both extremes.
+FIXED_OFFSETS: tuple[tzinfo, ...] = (
+    UTC,
+    timezone(timedelta(hours=5, minutes=45)),  # Nepal
+    timezone(timedelta(hours=-3, minutes=-30)),  # Newfoundland
+    timezone(timedelta(hours=5, minutes=30)),  # India
+    timezone(timedelta(hours=-9, minutes=-30)),  # Marquesas
+    timezone(timedelta(hours=14)),  # Line Islands, the easternmost
+    timezone(timedelta(hours=-12)),  # Baker Island, the westernmost
+    timezone(timedelta(hours=1)),
+    timezone(timedelta(hours=-8)),
+    timezone(timedelta(0), "UTC+0 (not the UTC singleton)"),
+)
+
+#: Characters that have broken real stores; :func:`texts` draws them often.
+SPECIAL_CHARACTERS: tuple[str, ...] = (
+    "%", "_", "\\", "'", '"', "`", ";",  # SQL wildcards, escape, quotes
+    "[", "]", "{", "}", ":", ",", "$", ".", "*", "?",  # JSON, JSONPath, glob
+    "\n", "\r", "\t", "\x01", "\x7f",  # controls that survive every backend
+    " ", "\u00a0", "\u200b", "\ufeff",  # spaces, zero-width, BOM
+    "e", "E", "\u00e9", "\u0301",  # case, precomposed é vs combining acute
+    "\u05d0", "\u0627", "\u200f", "\u202e",  # Hebrew, Arabic, RLM, RLO
+    "\U0001f600", "\U00010348", "\U0010fffd",  # astral plane, last plane
+    "\uffff", "\ufffd",  # noncharacter, replacement character
+)
+
+#: Tags that collide by prefix, suffix or substring; :func:`tag_sets` draws from it often.
+TAG_POOL: tuple[str, ...] = (
+    "io", "ios", "bio", "i", "o", "IO", "Io",
+    "io,", ",io", "io ", " io", '"io"', "[io]", "io\\", "i%", "i_", "%", "_",
+    "", ",", '","', "a,b", "[]",
+)
+
+#: Names that collide under LIKE (``%``/``_`` wildcards, ASCII case folding) or by prefix.
+NAME_POOL: tuple[str, ...] = (
+    "job", "jobs", "Job", "JOB", "job_1", "jobx1", "job%", "job%x", "jobxx",
+    "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
+)
+
+_LIKE_HEAVY = st.sampled_from(SPECIAL_CHARACTERS)
+_ANY_CHAR = st.characters(
+    codec="utf-8",  # excludes the surrogates: not encodable as UTF-8
+    exclude_characters="\x00",  # PostgreSQL text cannot hold NUL
+)
+_ALPHABET = st.one_of(_LIKE_HEAVY, _ANY_CHAR)
+
+
+def texts(*, min_size: int = 0, max_size: int = 12) -> SearchStrategy[str]:
+    """Adversarial strings inside the text domain (module docstring): no NUL, no surrogate.
+
+    Half of the characters come from :data:`SPECIAL_CHARACTERS` (wildcards,
+    quotes, JSON syntax, combining, RTL, astral), the rest from all of Unicode.
+    """
+    return st.text(_ALPHABET, min_size=min_size, max_size=max_size)
+
+
+def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
+    """Non-empty adversarial strings for primary keys (task, command and run ids)."""
+    return texts(min_size=1, max_size=max_size)
+
+
+def task_ids() -> SearchStrategy[str]:
+    """Task ids: non-empty adversarial text."""
+    return identifiers()
+
+
+def command_ids() -> SearchStrategy[str]:
+    """Command ids: non-empty adversarial text."""
+    return identifiers()
+
+
+def names() -> SearchStrategy[str]:
+    """Task names: mostly from :data:`NAME_POOL` (LIKE/case/prefix collisions), else any text."""
+    return st.one_of(st.sampled_from(NAME_POOL), texts())
+
+
+def tags() -> SearchStrategy[str]:
+    """One tag: mostly from :data:`TAG_POOL` (io/ios/bio/``io,``...), else any text."""
+    return st.one_of(st.sampled_from(TAG_POOL), texts(max_size=6))
+
+
+def tag_sets(*, min_size: int = 0, max_size: int = 4) -> SearchStrategy[frozenset[str]]:
+    """Frozensets of :func:`tags`, so prefix/suffix/substring collisions share a task or not."""
+    return st.frozensets(tags(), min_size=min_size, max_size=max_size)
+
+
+def offsets() -> SearchStrategy[tzinfo]:
+    """Fixed UTC offsets: :data:`FIXED_OFFSETS` often, otherwise any whole minute in -12h..+14h."""
+    any_minute = st.integers(min_value=-12 * 60, max_value=14 * 60).map(
+        lambda minutes: timezone(timedelta(minutes=minutes))
+    )
+    return st.one_of(st.sampled_from(FIXED_OFFSETS), any_minute)
+
+
+def aware_datetimes(
+    *,
+    min_year: int = 1970,
+    max_year: int = 2200,
+    timezones: SearchStrategy[tzinfo] | None = None,
+) -> SearchStrategy[datetime]:
+    """Aware datetimes with microseconds; the UTC instant lies in ``[min_year, max_year]``.
+
+    The instant is drawn first and then expressed in an offset from
+    ``timezones`` (default :func:`offsets`), so the wall-clock year may be one
+    off at the edges while the instant never leaves the range.
+    """
+    instants = st.datetimes(
+        min_value=datetime(min_year, 1, 1),  # naive bounds, made aware below
+        max_value=datetime(max_year, 12, 31, 23, 59, 59, 999999),
+    )
+    zones = offsets() if timezones is None else timezones
+    return st.builds(
+        lambda naive, zone: naive.replace(tzinfo=UTC).astimezone(zone), instants, zones
+    )
+
+
+def _bounded_ints(max_value: int) -> SearchStrategy[int]:
+    edges = [b for b in INTEGER_BOUNDARIES if b <= max_value]
+    return st.one_of(
+        st.sampled_from(edges),
+        st.integers(min_value=0, max_value=min(max_value, 20)),
+        st.integers(min_value=0, max_value=max_value),
+    )
+
+
+def versions(*, max_value: int = INT64_MAX) -> SearchStrategy[int]:
+    """``status_version`` / transition versions: 0..``max_value``, boundaries often."""
+    return _bounded_ints(max_value)
+
+
+def buckets() -> SearchStrategy[int]:
+    """Bucket numbers: 0..INT64_MAX, boundaries and small numbers often."""
+    return _bounded_ints(INT64_MAX)
+
+
+def counts_and_totals() -> SearchStrategy[int]:
+    """``Progress.done`` / ``Progress.total`` values: 0..INT64_MAX, boundaries often."""
+    return _bounded_ints(INT64_MAX)
+
+
+def limits() -> SearchStrategy[int]:
+    """Query / claim limits: 0 (returns nothing), 1, small, and large (INT32/INT64 max)."""
+    return st.one_of(
+        st.sampled_from((0, 1, 2**31 - 1, INT64_MAX)), st.integers(min_value=0, max_value=10)
+    )
+
+
+def lease_seconds() -> SearchStrategy[float]:
+    """Lease durations that are exact to the microsecond: 0, whole seconds, binary fractions."""
+    return st.one_of(
+        st.sampled_from((0.0, 0.25, 0.5, 1.0, 1.5, 30.0)),
+        st.integers(min_value=0, max_value=86_400).map(float),
+    )
+
+
+def statuses() -> SearchStrategy[TaskStatus]:
+    """Any TaskStatus."""
+    return st.sampled_from(TaskStatus)
+
+
+def version_paths(
+    *, min_size: int = 2, max_size: int = 6, max_value: int = INT64_MAX
+) -> SearchStrategy[list[int]]:
+    """Strictly increasing version lists with arbitrary gaps (1, small, or huge).
+
+    Models the write-through buffer of the guide (§2.1): a store may see
+    ``2 -> 4`` or ``2 -> 2**40``, never a guarantee of ``+1``.
+    """
+
+    @st.composite
+    def build(draw: st.DrawFn) -> list[int]:
+        size = draw(st.integers(min_value=min_size, max_value=max_size))
+        start = draw(st.one_of(st.integers(0, 3), st.integers(0, max_value)))
+        path = [min(start, max_value - size)]
+        gap = st.one_of(st.just(1), st.integers(1, 3), st.integers(1, 2**40))
+        while len(path) < size:
+            room = max_value - path[-1] - (size - len(path) - 1)
+            path.append(path[-1] + min(draw(gap), room))
+        return path
+
+    if min_size < 1 or max_size < min_size or max_value < max_size:
+        raise ValueError("need 1 <= min_size <= max_size <= max_value")
+    return build()
+
+
+def progresses(*, full: bool = False) -> SearchStrategy[Progress]:
+    """Progress values; ``full=True`` sets ``total`` and ``message`` too."""
+    optional_total = counts_and_totals() if full else st.none() | counts_and_totals()
+    optional_message = texts() if full else st.none() | texts()
+    return st.builds(Progress, counts_and_totals(), optional_total, optional_message)
+
+
+def failures(*, full: bool = False) -> SearchStrategy[Failure]:
+    """Failure values; ``full=True`` sets ``detail`` too (e.g. a multi-line traceback)."""
+    detail = texts(max_size=40) if full else st.none() | texts(max_size=40)
+    return st.builds(Failure, texts(), texts(), detail)
+
+
+def _maybe(strategy: SearchStrategy[Any], full: bool) -> SearchStrategy[Any]:
+    return strategy if full else st.none() | strategy
+
+
+def snapshots(
+    *,
+    full: bool = False,
+    task_id: SearchStrategy[str] | None = None,
+    status_version: SearchStrategy[int] | None = None,
+    created_at: SearchStrategy[datetime] | None = None,
+    name: SearchStrategy[str] | None = None,
+    status: SearchStrategy[TaskStatus] | None = None,
+    tags: SearchStrategy[frozenset[str]] | None = None,
+    bucket: SearchStrategy[int | None] | None = None,
+    pipeline_run_id: SearchStrategy[str | None] | None = None,
+) -> SearchStrategy[TaskSnapshot]:
+    """Task snapshots; ``full=True`` sets every optional field (tags non-empty).
+
+    Any field strategy can be overridden, e.g. ``created_at=st.sampled_from(few)``
+    to force ties, or ``task_id=st.just("t")`` to build successive versions of
+    one task.
+    """
+    return st.builds(
+        TaskSnapshot,
+        task_id=task_ids() if task_id is None else task_id,
+        name=names() if name is None else name,
+        status=statuses() if status is None else status,
+        status_version=versions() if status_version is None else status_version,
+        created_at=aware_datetimes() if created_at is None else created_at,
+        updated_at=aware_datetimes(),
+        started_at=_maybe(aware_datetimes(), full),
+        finished_at=_maybe(aware_datetimes(), full),
+        tags=(tag_sets(min_size=1) if full else tag_sets()) if tags is None else tags,
+        bucket=_maybe(buckets(), full) if bucket is None else bucket,
+        pipeline_run_id=(
+            _maybe(identifiers(), full) if pipeline_run_id is None else pipeline_run_id
+        ),
+        progress=_maybe(progresses(full=full), full),
+        failure=_maybe(failures(full=full), full),
+        heartbeat_at=_maybe(aware_datetimes(), full),
+        lease_owner=_maybe(texts(), full),
+        lease_until=_maybe(aware_datetimes(), full),
+    )
+
+
+def transitions(
+    *,
+    full: bool = False,
+    task_id: SearchStrategy[str] | None = None,
+    version: SearchStrategy[int] | None = None,
+) -> SearchStrategy[Transition]:
+    """History rows; ``full=True`` sets ``from_status`` and ``reason``."""
+    return st.builds(
+        Transition,
+        task_id=task_ids() if task_id is None else task_id,
+        version=versions() if version is None else version,
+        from_status=_maybe(statuses(), full),
+        to_status=statuses(),
+        at=aware_datetimes(),
+        reason=_maybe(texts(max_size=30), full),
+    )
+
+
+def commands(
+    *,
+    full: bool = False,
+    command_id: SearchStrategy[str] | None = None,
+    task_id: SearchStrategy[str] | None = None,
+    created_at: SearchStrategy[datetime] | None = None,
+) -> SearchStrategy[Command]:
+    """Fresh, submittable commands: never finished, never leased.
+
+    ``full=True`` also sets ``outcome``: a store must carry it even though only
+    ``complete_command`` normally writes it.
+    """
+    return st.builds(
+        Command,
+        command_id=command_ids() if command_id is None else command_id,
+        task_id=task_ids() if task_id is None else task_id,
+        kind=st.sampled_from(CommandKind),
+        issued_by=texts(),
+        created_at=aware_datetimes() if created_at is None else created_at,
+        outcome=_maybe(texts(), full),
+    )
+
+
+def _filter_values(pool: Sequence[Any], fallback: SearchStrategy[Any]) -> SearchStrategy[Any]:
+    """None (no filter) or a value: from ``pool`` (it hits data) or ``fallback`` (it may not)."""
+    if pool:
+        return st.none() | st.sampled_from(list(pool)) | fallback
+    return st.none() | fallback
+
+
+def _prefixes(values: Sequence[str]) -> list[str]:
+    return sorted({v[:i] for v in values for i in range(len(v) + 1)})
+
+
+def queries(
+    *,
+    names_pool: Sequence[str] = (),
+    tags_pool: Sequence[str] = (),
+    buckets_pool: Sequence[int] = (),
+    pipelines_pool: Sequence[str] = (),
+) -> SearchStrategy[TaskQuery]:
+    """TaskQuery values: every filter None or set, empty collections included.
+
+    The pools aim filters at existing data (pass the names, tags, buckets and
+    pipeline ids you stored) so they select something; every prefix of every
+    pooled name is a ``name_prefix`` candidate, which is how unescaped ``%``
+    and ``_`` get caught.
+    """
+    return st.builds(
+        TaskQuery,
+        statuses=st.none() | st.frozensets(statuses()),
+        name=_filter_values(names_pool, names()),
+        name_prefix=_filter_values(_prefixes(names_pool), names()),
+        tag=_filter_values(tags_pool, tags()),
+        buckets=st.none()
+        | st.frozensets(
+            st.sampled_from(list(buckets_pool)) | buckets() if buckets_pool else buckets(),
+            max_size=3,
+        ),
+        pipeline_run_id=_filter_values(pipelines_pool, identifiers()),
+        limit=st.none() | limits(),
+        newest_first=st.booleans(),
+    )
+
+
+def tie_prone_datetimes(*, instants: int = 4) -> SearchStrategy[SearchStrategy[datetime]]:
+    """A strategy *of* datetime strategies: a few instants shared between values.
+
+    Draw it once per test case, then draw from the result for every record:
+    equal instants (ties), 1 µs apart and expressed in different offsets are
+    then common, which is where ordering bugs live.
+    """
+    def spread(base: datetime, deltas: list[int]) -> SearchStrategy[datetime]:
+        points = sorted({base + timedelta(microseconds=d) for d in deltas})
+        return st.builds(lambda p, z: p.astimezone(z), st.sampled_from(points), offsets())
+
+    deltas = st.lists(
+        st.sampled_from((0, 1, 2, 1_000_000, 3_600_000_000)), min_size=1, max_size=instants
+    )
+    return st.builds(spread, aware_datetimes(timezones=st.just(UTC)), deltas)
+
+
+def snapshot_lists(*, min_size: int = 0, max_size: int = 10) -> SearchStrategy[list[TaskSnapshot]]:
+    """Tasks with unique ids for query/counts/prune checks: ties, pooled names, tags, buckets.
+
+    Names and tags come mostly from :data:`NAME_POOL` / :data:`TAG_POOL` so
+    filters collide; buckets are small (or None) so bucket filters hit;
+    minimal and full-field snapshots are mixed.
+    """
+
+    @st.composite
+    def build(draw: st.DrawFn) -> list[TaskSnapshot]:
+        created = draw(tie_prone_datetimes())
+        runs = draw(st.lists(identifiers(max_size=4), min_size=1, max_size=3))
+        fields: dict[str, Any] = {
+            "created_at": created,
+            "name": st.sampled_from(NAME_POOL) | names(),
+            "tags": st.frozensets(st.sampled_from(TAG_POOL), max_size=3) | tag_sets(),
+            "bucket": st.none() | st.integers(0, 3) | buckets(),
+            "pipeline_run_id": st.none() | st.sampled_from(runs),
+        }
+        one = snapshots(**fields) | snapshots(full=True, **fields)
+        return draw(
+            st.lists(one, min_size=min_size, max_size=max_size, unique_by=lambda t: t.task_id)
+        )
+
+    return build()
