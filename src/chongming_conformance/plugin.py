@@ -807,18 +807,17 @@ class ConformanceRun:
             return
         tr = terminalreporter
         tr.write_sep("=", f"chongming conformance: {mask_secrets(self.kit.store_spec)}")
-        for line in render_terminal(self.doc):
-            red = any(f"  {o}  " in line for o in (FAIL, NOT_VERIFIED)) or line.startswith(
-                PARTIAL_BANNER.upper()
-            )
-            tr.write_line(line, red=red and "FAILING" not in line)
+        for line, colour in render_terminal(self.doc):
+            tr.write_line(line, **({colour: True} if colour else {}))
         gate = self.config.getoption("chongming_gate")
         if gate:
             if self.doc["run"]["gate_passed"]:
                 tr.write_line(f"chongming gate ({gate}): passed", green=True)
             else:
-                ids = ", ".join(r.clause.id for r in self.gate_failed)
-                why = f"{ids}" if ids else "partial run"
+                ids = [r.clause.id for r in self.gate_failed]
+                why = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+                if self.doc["run"]["partial"]:
+                    why = f"partial run; {why}" if ids else "partial run"
                 tr.write_line(f"chongming gate ({gate}): FAILED ({why})", red=True, bold=True)
         if self.report_written is not None:
             tr.write_line(f"chongming report written to {self.report_written}")

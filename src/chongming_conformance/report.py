@@ -487,32 +487,42 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_terminal(doc: Mapping[str, Any]) -> list[str]:
-    """The clause table for the end of the terminal output."""
+def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The clause table for the end of the terminal output, as (line, colour) pairs."""
     rows = []
     for entry in doc["clauses"]:
         failing = _failing(entry)
         detail = ", ".join(failing) if failing else ""
-        if not failing and entry["outcome"] not in (PASS,) and entry["note"]:
+        if not failing and entry["outcome"] != PASS and entry["note"]:
             detail = entry["note"]
-        rows.append((entry["id"], entry["level"], entry["outcome"], detail))
+        colour = ""
+        if entry["gated"]:
+            colour = {PASS: "green", FAIL: "red", NOT_VERIFIED: "yellow"}.get(
+                entry["outcome"], "yellow"
+            )
+        rows.append((entry["id"], entry["level"], entry["outcome"], detail, colour))
     width = max(len(r[0]) for r in rows)
-    lines = [f"{'CLAUSE':<{width}}  LEVEL   OUTCOME       FAILING TESTS / NOTE"]
-    for cid, level, outcome, detail in rows:
-        lines.append(f"{cid:<{width}}  {level:<6}  {outcome:<12}  {detail}".rstrip())
-    lines.append("")
+    lines = [(f"{'CLAUSE':<{width}}  LEVEL   OUTCOME       FAILING TESTS / NOTE", "")]
+    for cid, level, outcome, detail, colour in rows:
+        lines.append((f"{cid:<{width}}  {level:<6}  {outcome:<12}  {detail}".rstrip(), colour))
+    lines.append(("", ""))
     for lvl, counts in doc["summary"].items():
-        lines.append(
-            f"{lvl}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
-        )
+        text = f"{lvl}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+        lines.append((text, ""))
     if doc["unmapped_tests"]:
-        lines.append(
+        lines.append((
             f"{len(doc['unmapped_tests'])} suite test(s) declare no clause: "
-            + ", ".join(t["nodeid"] for t in doc["unmapped_tests"])
-        )
+            + ", ".join(t["nodeid"] for t in doc["unmapped_tests"]),
+            "yellow",
+        ))
+    for err in doc["run"]["collection_errors"]:
+        lines.append((f"suite collection error: {err.splitlines()[0]}", "red"))
     if doc["run"]["partial"]:
-        lines.append(f"{PARTIAL_BANNER.upper()}: " + "; ".join(doc["run"]["partial_reasons"]))
-    lines.append(f"verdict: {doc['verdict']}")
+        lines.append((
+            f"{PARTIAL_BANNER.upper()}: " + "; ".join(doc["run"]["partial_reasons"]),
+            "red",
+        ))
+    lines.append((f"verdict: {doc['verdict']}", "bold"))
     return lines
 
 

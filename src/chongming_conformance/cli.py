@@ -1,0 +1,130 @@
+"""``chongming-conformance``: check a store, print the clause catalogue, show the version.
+
+``check`` is a thin front for pytest with the plugin: it runs only the packaged
+suite (``--chongming-suite-only``) in a fresh interpreter, so it works in any
+directory without collecting that directory's own tests, and returns pytest's
+exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .clauses import CATALOGUE_VERSION, CLAUSES
+
+__all__ = ["DEFAULT_SPEC", "main"]
+
+#: The store ``check`` verifies when given no spec: the embedded default backend.
+DEFAULT_SPEC = "reference_stores.sqlite:make_store"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chongming-conformance",
+        description="Prove a TaskStore backend meets the chongming persistence contract.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"chongming-conformance {__version__} (clause catalogue {CATALOGUE_VERSION})",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check = sub.add_parser(
+        "check",
+        usage="chongming-conformance check [MODULE:ATTR] [--report PATH] [--gate LEVEL] "
+        "[pytest args ...]",
+        help="run the conformance suite against a store (extra arguments go to pytest)",
+        description="Run the conformance suite against MODULE:ATTR (default: "
+        f"{DEFAULT_SPEC}). Unknown arguments are passed to pytest, e.g. -x, -k, -q.",
+    )
+    # The spec is taken by main() (first argument after `check` without a leading dash), so
+    # that pytest's own positional values (`-k save`) are never mistaken for it.
+    check.add_argument("--spec", dest="spec", default=None, help=argparse.SUPPRESS)
+    check.add_argument("--report", metavar="PATH", help="write the report (.json or .md)")
+    check.add_argument("--gate", choices=("must", "should"), help="fail unless conformant")
+    check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")
+    check.add_argument("--timeout", metavar="SECONDS", help="per-call timeout")
+    check.add_argument("--profile", metavar="NAME", help="hypothesis profile")
+    clauses = sub.add_parser("clauses", help="print the clause catalogue")
+    clauses.add_argument("--format", choices=("md", "json"), default="md")
+    return parser
+
+
+def _clauses(fmt: str) -> str:
+    if fmt == "json":
+        doc = {
+            "catalogue_version": CATALOGUE_VERSION,
+            "clauses": [
+                {
+                    "id": c.id,
+                    "level": c.level.value,
+                    "section": c.section,
+                    "scope": c.scope.value,
+                    "text": c.text,
+                }
+                for c in CLAUSES.values()
+            ],
+        }
+        return json.dumps(doc, indent=2, ensure_ascii=False)
+    lines = [
+        f"# chongming-conformance clause catalogue {CATALOGUE_VERSION}",
+        "",
+        "| ID | Level | Section | Scope | Requirement |",
+        "|---|---|---|---|---|",
+    ]
+    for c in CLAUSES.values():
+        text = c.text.replace("|", "\\|")
+        lines.append(
+            f"| `{c.id}` | {c.level.value} | {c.section} | {c.scope.value} | {text} |"
+        )
+    return "\n".join(lines)
+
+
+def _pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    args = [f"--chongming-store={ns.spec or os.environ.get('CHONGMING_STORE') or DEFAULT_SPEC}"]
+    args.append("--chongming-suite-only")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "chongming_conformance.plugin"]
+    for flag, value in (
+        ("--chongming-report", ns.report),
+        ("--chongming-gate", ns.gate),
+        ("--chongming-shared-store", ns.shared_store),
+        ("--chongming-timeout", ns.timeout),
+        ("--chongming-profile", ns.profile),
+    ):
+        if value:
+            args.append(f"{flag}={value}")
+    return args + list(extra)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the process exit status."""
+    parser = _parser()
+    args = list(sys.argv[1:] if argv is None else argv)
+    spec: str | None = None
+    if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
+        spec = args.pop(1)
+    ns, extra = parser.parse_known_args(args)
+    if spec is not None:
+        ns.spec = spec
+    if ns.command == "clauses":
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        print(_clauses(ns.format))
+        return 0
+    if ns.command == "check":
+        # A fresh interpreter: this one has already imported the package, which would
+        # keep pytest from rewriting its asserts (and warn about it).
+        return subprocess.call([sys.executable, "-m", "pytest", *_pytest_args(ns, extra)])
+    parser.print_help(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
