@@ -517,6 +517,11 @@ class ConformanceRun:
 
     def add_suite_to_args(self) -> None:
         """Append the suite files to pytest's args, unless the user already named suite paths."""
+        prefix = "chongming_conformance/suite/"
+        for i, arg in enumerate(self.config.args):
+            # Node ids as the report prints them (see pytest_pycollect_makemodule) re-run.
+            if arg.startswith(prefix) and not self._arg_path(arg).exists():
+                self.config.args[i] = str(SUITE_DIR / arg[len(prefix):])
         args = list(self.config.args)
         explicit = self.config.args_source is pytest.Config.ArgsSource.ARGS
         in_suite = [a for a in args if _under(self._arg_path(a), SUITE_DIR)]
@@ -540,6 +545,28 @@ class ConformanceRun:
 
     def _is_suite(self, item: pytest.Item) -> bool:
         return _under(Path(str(item.path)).resolve(), SUITE_DIR)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(
+        self, module_path: Path, parent: pytest.Collector
+    ) -> pytest.Module | None:
+        """Give suite modules outside the rootdir a readable node id.
+
+        pytest names a file given as an argument outside the rootdir by nothing at
+        all (``::TestStoreContract::test_x``); call it
+        ``chongming_conformance/suite/test_x.py`` instead.
+        """
+        if not _under(module_path.resolve(), SUITE_DIR):
+            return None
+        try:
+            module_path.resolve().relative_to(self.config.rootpath.resolve())
+        except ValueError:
+            name = "chongming_conformance/suite/" + module_path.name
+            module: pytest.Module = pytest.Module.from_parent(
+                parent, path=module_path, nodeid=name
+            )
+            return module
+        return None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
