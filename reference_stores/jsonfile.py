@@ -331,9 +331,7 @@ class JsonFileTaskStore:
             for task_id in gone:
                 del state.tasks[task_id]
                 state.transitions.pop(task_id, None)
-            state.commands = {
-                k: r for k, r in state.commands.items() if r["task_id"] not in gone
-            }
+            state.commands = {k: r for k, r in state.commands.items() if r["task_id"] not in gone}
             return bool(gone)
 
         self._update("prune", change)

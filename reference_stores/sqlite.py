@@ -166,7 +166,7 @@ _CLAIM_SQL = f"""
         ORDER BY created_at, command_id
         LIMIT :limit
     )
-    RETURNING {', '.join(COMMAND_COLUMNS)}
+    RETURNING {", ".join(COMMAND_COLUMNS)}
 """
 _TERMINAL_VALUES = tuple(sorted(s.value for s in TERMINAL_STATUSES))
 # Every terminal task except the newest :keep (newest = created_at, task_id DESC).
@@ -174,7 +174,7 @@ _TERMINAL_VALUES = tuple(sorted(s.value for s in TERMINAL_STATUSES))
 # like the in-memory store.
 _DOOMED_SQL = f"""
     SELECT task_id FROM tasks
-    WHERE status IN ({', '.join('?' * len(_TERMINAL_VALUES))})
+    WHERE status IN ({", ".join("?" * len(_TERMINAL_VALUES))})
     ORDER BY created_at DESC, task_id DESC
     LIMIT -1 OFFSET ?
 """
@@ -454,8 +454,7 @@ class SqliteTaskStore:
         # and a crash leaves either everything or nothing deleted.
         with self._connection("prune", write=True) as conn:
             doomed = [
-                r["task_id"]
-                for r in conn.execute(_DOOMED_SQL, (*_TERMINAL_VALUES, keep_terminal))
+                r["task_id"] for r in conn.execute(_DOOMED_SQL, (*_TERMINAL_VALUES, keep_terminal))
             ]
             ids = [(task_id,) for task_id in doomed]
             conn.executemany("DELETE FROM transitions WHERE task_id = ?", ids)

@@ -67,9 +67,7 @@ def test_no_cache_two_instances_on_one_file_see_each_others_writes(path: Path) -
         assert controller.get("t1") is not None
         # The cross-process control path: the controller submits, the worker claims.
         controller.submit_command(command("c1", "t1"))
-        assert [c.command_id for c in worker.claim_commands(now=at(0), lease_seconds=30)] == [
-            "c1"
-        ]
+        assert [c.command_id for c in worker.claim_commands(now=at(0), lease_seconds=30)] == ["c1"]
         assert controller.claim_commands(now=at(1), lease_seconds=30) == []
         worker.save(snapshot("t1", version=2, status=TaskStatus.RUNNING), expect_version=1)
         seen = controller.get("t1")

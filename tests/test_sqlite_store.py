@@ -97,8 +97,13 @@ def _only(statements: list[str], startswith: str) -> str:
 def _fill(store: SqliteTaskStore, n: int = 40) -> None:
     for i in range(n):
         store.create(
-            snapshot(f"t{i:03}", created=i, bucket=i % 8, pipeline_run_id=f"p{i % 4}",
-                     status=TaskStatus.SUCCEEDED if i % 3 == 0 else TaskStatus.RUNNING)
+            snapshot(
+                f"t{i:03}",
+                created=i,
+                bucket=i % 8,
+                pipeline_run_id=f"p{i % 4}",
+                status=TaskStatus.SUCCEEDED if i % 3 == 0 else TaskStatus.RUNNING,
+            )
         )
         store.submit_command(command(f"c{i:03}", f"t{i:03}", created=i))
 
@@ -288,9 +293,7 @@ def _run_processes(
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(workers)
     results = ctx.Queue()
-    procs = [
-        ctx.Process(target=target, args=(opener, start, results, n)) for n in range(workers)
-    ]
+    procs = [ctx.Process(target=target, args=(opener, start, results, n)) for n in range(workers)]
     for p in procs:
         p.start()
     collected = [results.get(timeout=120) for _ in procs]
