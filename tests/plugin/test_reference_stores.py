@@ -1,0 +1,112 @@
+"""Each reference store passes the packaged suite through the plugin, from a foreign directory."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
+
+from plugin_helpers import clause, load_report, run, table_outcome
+
+CONTRACT_TESTS = 68  # the suite's current size; a change here is a visible decision
+
+
+@pytest.mark.parametrize("module", ["memory", "sqlite", "jsonfile"])
+def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, module: str) -> None:
+    spec = f"reference_stores.{module}:make_store"
+    result = run(pytester, f"--chongming-store={spec}", "--chongming-report=out/report.json")
+    assert result.ret == 0, result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= CONTRACT_TESTS
+    assert "failed" not in outcomes and "error" not in outcomes
+    out = result.stdout.str()
+    assert f"chongming conformance: {spec}" in out
+    for cid, c in CLAUSES.items():
+        expected = "PASS" if c.scope is Scope.CONTRACT else "NOT VERIFIED"
+        assert table_outcome(out, cid) == expected, cid
+    # Node ids name the suite file even though it lives outside this directory.
+    doc = load_report(pytester.path / "out" / "report.json")
+    assert doc["kit_version"] == __version__
+    assert doc["catalogue_version"] == CATALOGUE_VERSION
+    assert doc["store"]["spec"] == spec
+    assert doc["run"]["partial"] is False
+    assert doc["run"]["pytest_exit_status"] == 0
+    entry = clause(doc, "SAVE-KEEPS-LEASE")
+    assert entry["outcome"] == "PASS"
+    assert {t["outcome"] for t in entry["tests"]} == {"passed"}
+    assert all(
+        t["nodeid"].startswith("chongming_conformance/suite/test_contract.py::")
+        for t in entry["tests"]
+    )
+    assert all(t["duration_s"] >= 0 for t in entry["tests"])
+
+
+def test_shared_store_is_detected_and_cross_process_clauses_stay_unproven(
+    pytester: pytest.Pytester,
+) -> None:
+    """sqlite has make_shared_store; without stress scenarios its XP clauses are still not PASS."""
+    result = run(
+        pytester, "--chongming-store=reference_stores.sqlite:make_store",
+        "--chongming-report=r.json",
+    )
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["chongming: shared store reference_stores.sqlite:make_shared_store (found *"]
+    )
+    doc = load_report(pytester.path / "r.json")
+    assert doc["store"]["shared_spec"] == "reference_stores.sqlite:make_shared_store"
+    for cid, c in CLAUSES.items():
+        if c.scope is Scope.CROSS_PROCESS:
+            assert clause(doc, cid)["outcome"] == "NOT VERIFIED", cid
+
+
+@pytest.mark.postgres
+def test_postgres_store_is_green(pytester: pytest.Pytester) -> None:
+    dsn = os.environ.get("CHONGMING_TEST_POSTGRES")
+    if not dsn:
+        if os.environ.get("CHONGMING_REQUIRE_POSTGRES") == "1":
+            pytest.fail("CHONGMING_REQUIRE_POSTGRES=1 but CHONGMING_TEST_POSTGRES is not set")
+        pytest.skip("CHONGMING_TEST_POSTGRES is not set: Postgres run through the plugin skipped")
+    result = run(pytester, "--chongming-store=reference_stores.postgres:make_store")
+    assert result.ret == 0, result.stdout.str()
+    assert table_outcome(result.stdout.str(), "QUERY-TAG-EXACT") == "PASS"
+
+
+def test_without_a_store_the_plugin_is_invisible(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine="def test_one():\n    assert 1 + 1 == 2\n")
+    result = run(pytester)
+    assert result.ret == 0
+    result.assert_outcomes(passed=1)
+    assert "chongming" not in result.stdout.str().replace("chongming-conformance-", "")
+
+
+def test_suite_runs_alongside_the_users_own_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine="def test_mine():\n    assert 'io' != 'ios'\n")
+    result = run(pytester, "--chongming-store=reference_stores.memory:make_store", "-v")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["test_mine.py::test_mine PASSED*"])
+    result.stdout.fnmatch_lines(["chongming_conformance/suite/test_contract.py::* PASSED*"])
+    assert result.parseoutcomes()["passed"] == CONTRACT_TESTS + 1
+
+
+def test_suite_only_skips_the_users_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine="def test_mine():\n    raise AssertionError('must not run')\n")
+    result = run(
+        pytester, "--chongming-store=reference_stores.memory:make_store",
+        "--chongming-suite-only",
+    )
+    assert result.ret == 0
+    assert result.parseoutcomes()["passed"] == CONTRACT_TESTS
+
+
+def test_store_from_env_and_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHONGMING_STORE", "reference_stores.memory:make_store")
+    result = run(pytester, "-k", "protocol_methods")
+    result.stdout.fnmatch_lines(["*store reference_stores.memory:make_store from environment*"])
+    monkeypatch.delenv("CHONGMING_STORE")
+    pytester.makeini("[pytest]\nchongming_store = reference_stores.memory:make_store\n")
+    result = run(pytester, "-k", "protocol_methods")
+    result.stdout.fnmatch_lines(["*from ini option chongming_store*"])
+    assert result.ret == 0
