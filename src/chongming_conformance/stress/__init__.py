@@ -1,0 +1,34 @@
+"""Multi-process stress harness: the cross-process clauses (``XP-*``) one connection cannot see.
+
+A backend shares one store location across processes through
+``make_shared_store()``, which returns an *opener* (see docs/stress.md).
+``run_scenario(name, opener, profile)`` runs one scenario in spawned worker
+processes and returns a ``ScenarioResult`` with the anomalies it found;
+``StressContract`` wraps every scenario as a test method.
+"""
+
+from __future__ import annotations
+
+from .contract import StressContract
+from .harness import Anomaly, Opener
+from .integrity import sqlite_integrity, sqlite_opener_integrity
+from .profile import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
+from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_scenario
+from .scenarios import SCENARIOS
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "PROFILES",
+    "SCENARIOS",
+    "Anomaly",
+    "IntegrityCheck",
+    "Opener",
+    "ScenarioResult",
+    "StressContract",
+    "StressProfile",
+    "enter_shared",
+    "get_profile",
+    "run_scenario",
+    "sqlite_integrity",
+    "sqlite_opener_integrity",
+]

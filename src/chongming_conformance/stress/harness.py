@@ -1,0 +1,383 @@
+"""Process machinery: spawn workers, line them up, bound them, collect their logs.
+
+Only the *opener* (a picklable zero-argument callable, see ``sharing``) and
+plain parameters cross the process boundary; every worker calls the opener to
+get its own connection. Everything is bounded three ways: a deadline shared by
+the parent and every worker (barrier and event waits time out at it), a
+self-destruct in each child (``SIGALRM`` with its default action, plus a timer
+calling ``os._exit``), and terminate-then-kill by the parent. A worker still
+alive at the deadline is reported by name with the store call it is stuck in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import multiprocess
+
+from ..codec import encode_dt
+from ..errors import ConcurrencyConflict
+from ..factory import enter_store
+from ..protocol import TaskStore
+from .log import Logs, OpLog, read_logs
+from .profile import StressProfile
+
+__all__ = [
+    "Anomaly",
+    "Group",
+    "Harness",
+    "Opener",
+    "Outcome",
+    "WorkerContext",
+    "WorkerSpec",
+]
+
+Opener = Callable[[], Any]
+T = TypeVar("T")
+
+#: Seconds a child outlives the scenario deadline before it destroys itself.
+SELF_DESTRUCT_GRACE = 10.0
+#: Seconds the parent waits after terminate() before kill().
+TERMINATE_GRACE = 2.0
+
+
+class DeadlineReached(Exception):
+    """A worker's wait ran into the scenario deadline."""
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """A broken guarantee, with the minimal evidence to find it again."""
+
+    scenario: str
+    kind: str
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"[{self.scenario}/{self.kind}] {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[T]):
+    """What a logged store call gave: the value, or the error it raised."""
+
+    ok: bool
+    value: T | None = None
+    error: str | None = None
+    conflict: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """One worker process: its index, role name, module-level target and parameters.
+
+    ``target`` must be importable by name (a module-level function) because the
+    spawn context pickles it by reference.
+    """
+
+    index: int
+    role: str
+    target: Callable[[WorkerContext], None]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+class WorkerContext:
+    """What a worker target gets: its store, its log, the barrier and the events."""
+
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        store: TaskStore,
+        log: OpLog,
+        barrier: Any,
+        events: Mapping[str, Any],
+        deadline: float,
+    ) -> None:
+        self.index = spec.index
+        self.role = spec.role
+        self.params = spec.params
+        self.store = store
+        self.log = log
+        self.round: int | None = None
+        self._barrier = barrier
+        self._events = events
+        self._deadline = deadline
+
+    def remaining(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def sync(self) -> None:
+        """Wait for every barrier party; raises BrokenBarrierError at the deadline."""
+        remaining = self.remaining()
+        if remaining <= 0:
+            raise DeadlineReached("scenario deadline reached before a barrier")
+        self._barrier.wait(remaining)
+
+    def wait_event(self, name: str) -> None:
+        """Block until the parent (or a peer) sets event ``name``; bounded by the deadline."""
+        if not self._events[name].wait(max(self.remaining(), 0.0)):
+            raise DeadlineReached(f"event {name!r} never came")
+
+    def set_event(self, name: str) -> None:
+        self._events[name].set()
+
+    def call(
+        self,
+        op: str,
+        detail: dict[str, Any],
+        fn: Callable[[], T],
+        *,
+        now: datetime | None = None,
+        summarize: Callable[[T], Any] | None = None,
+    ) -> Outcome[T]:
+        """Run one store call, logging invoke and result; never raises a store error."""
+        seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now))
+        try:
+            value = fn()
+            summary = summarize(value) if summarize is not None else None
+        except ConcurrencyConflict as exc:
+            self.log.result(seq, ok=False, error={
+                "type": type(exc).__name__, "message": str(exc)[:300], "conflict": True,
+                "expected": exc.expected, "actual": exc.actual})
+            return Outcome(False, error=type(exc).__name__, conflict=True)
+        except Exception as exc:
+            name = f"{type(exc).__module__}.{type(exc).__qualname__}"
+            self.log.result(seq, ok=False, error={"type": name, "message": str(exc)[:300]})
+            return Outcome(False, error=f"{name}: {exc}")
+        self.log.result(seq, ok=True, value=summary)
+        return Outcome(True, value)
+
+
+def _arm_self_destruct(seconds: float) -> None:
+    """Make sure this child dies even if the parent and every wait are gone."""
+    if hasattr(signal, "SIGALRM"):
+        # Default action of SIGALRM terminates the process, even inside a C call.
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(max(1, math.ceil(seconds)))
+    timer = threading.Timer(seconds + 2.0, os._exit, args=(70,))
+    timer.daemon = True
+    timer.start()
+
+
+EXIT_CRASH, EXIT_BARRIER, EXIT_DEADLINE = 2, 3, 4
+
+
+def _worker_main(
+    spec: WorkerSpec,
+    opener: Opener,
+    barrier: Any,
+    events: Mapping[str, Any],
+    log_path: str,
+    deadline: float,
+) -> None:
+    """Entry point of every worker process (runs in the spawned child)."""
+    _arm_self_destruct(deadline - time.monotonic() + SELF_DESTRUCT_GRACE)
+    log = OpLog(Path(log_path), spec.index, spec.role)
+    log.note("start", pid=os.getpid())
+    code = 0
+    try:
+        with contextlib.ExitStack() as stack:
+            log.note("opening")
+            store = enter_store(opener, stack, origin="the shared-store opener")
+            spec.target(WorkerContext(spec, store, log, barrier, events, deadline))
+        log.note("done")
+    except threading.BrokenBarrierError:
+        log.note("barrier-broken")
+        code = EXIT_BARRIER
+    except DeadlineReached as exc:
+        log.note("deadline", error=str(exc))
+        code = EXIT_DEADLINE
+    except BaseException as exc:
+        log.note("crash", error=f"{type(exc).__name__}: {exc}"[:500],
+                 traceback=traceback.format_exc()[-4000:])
+        code = EXIT_CRASH
+    finally:
+        log.close()
+    raise SystemExit(code)
+
+
+class Group:
+    """One set of concurrently running workers sharing a barrier and events."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        specs: Sequence[WorkerSpec],
+        *,
+        barrier_parties: int | None,
+        events: Sequence[str],
+    ) -> None:
+        self._h = harness
+        mp = multiprocess.get_context("spawn")
+        self.specs = {s.index: s for s in specs}
+        parties = barrier_parties if barrier_parties is not None else len(specs)
+        self.barrier = mp.Barrier(max(parties, 1))
+        self.events = {name: mp.Event() for name in events}
+        harness.groups += 1
+        folder = harness.logdir / f"group{harness.groups}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.paths = {i: folder / f"worker{i}-{s.role}.jsonl" for i, s in self.specs.items()}
+        self.procs = {
+            i: mp.Process(
+                target=_worker_main,
+                args=(s, harness.opener, self.barrier, self.events, str(self.paths[i]),
+                      harness.deadline),
+                name=f"{harness.scenario}-w{i}-{s.role}",
+                daemon=True,
+            )
+            for i, s in self.specs.items()
+        }
+        self.killed: set[int] = set()
+
+    def start(self) -> None:
+        for proc in self.procs.values():
+            proc.start()
+
+    def logs(self) -> Logs:
+        return read_logs(self.paths)
+
+    def wait_event(self, name: str) -> bool:
+        """Wait for an event set by a worker; False at the deadline or if every worker died."""
+        event = self.events[name]
+        while self._h.remaining() > 0:
+            if event.wait(min(0.1, self._h.remaining())):
+                return True
+            if not any(p.is_alive() for p in self.procs.values()):
+                break
+        return bool(event.is_set())
+
+    def set_event(self, name: str) -> None:
+        self.events[name].set()
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one worker on purpose (its exit is then not an error)."""
+        proc = self.procs[index]
+        self.killed.add(index)
+        if proc.pid is not None and proc.is_alive():
+            os.kill(proc.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        proc.join(TERMINATE_GRACE + 5.0)
+
+    def _failed_early(self) -> bool:
+        return any(
+            p.exitcode not in (None, 0) and i not in self.killed for i, p in self.procs.items()
+        )
+
+    def finish(self) -> Logs:
+        """Join every worker by the deadline, reporting stuck and crashed ones; return logs."""
+        h = self._h
+        while any(p.is_alive() for p in self.procs.values()) and h.remaining() > 0:
+            if self._failed_early():
+                # A crashed peer never reaches the barrier: release the others now.
+                self.barrier.abort()
+            for proc in self.procs.values():
+                proc.join(min(0.2, max(h.remaining(), 0.0)))
+        stuck = [i for i, p in self.procs.items() if p.is_alive()]
+        if stuck:
+            self.barrier.abort()
+            for event in self.events.values():
+                event.set()
+            end = time.monotonic() + TERMINATE_GRACE
+            for proc in self.procs.values():
+                proc.join(max(end - time.monotonic(), 0.0))
+            stuck = [i for i, p in self.procs.items() if p.is_alive()]
+        logs = self.logs()
+        for i in stuck:
+            h.errors.append(self._stuck_message(i, logs))
+            proc = self.procs[i]
+            proc.terminate()
+            proc.join(TERMINATE_GRACE)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(TERMINATE_GRACE)
+        for i, proc in self.procs.items():
+            if i in self.killed or i in stuck:
+                continue
+            h.errors.extend(self._exit_problem(i, proc.exitcode, logs))
+        h.ops += logs.count()
+        h.busy += logs.span()
+        return logs
+
+    def _stuck_message(self, index: int, logs: Logs) -> str:
+        spec = self.specs[index]
+        pending = logs.last_pending(index)
+        who = f"worker {index} ({spec.role}, pid {self.procs[index].pid})"
+        limit = f"{self._h.profile.deadline:g} s"
+        if pending is not None:
+            age = time.monotonic() - pending.t_invoke
+            return (f"scenario {self._h.scenario!r} hit its {limit} deadline: {who} is stuck in "
+                    f"{pending.describe()}, called {age:.1f} s ago and never returned "
+                    "(deadlocked or hanging store); terminated")
+        notes = [n.get("what") for n in logs.notes.get(index, [])]
+        last = notes[-1] if notes else "nothing logged (never started)"
+        return (f"scenario {self._h.scenario!r} hit its {limit} deadline: {who} is stuck outside "
+                f"any store call (last event: {last}; opening the store hangs if it is "
+                "'opening'); terminated")
+
+    def _exit_problem(self, index: int, code: int | None, logs: Logs) -> list[str]:
+        spec = self.specs[index]
+        who = f"worker {index} ({spec.role})"
+        notes = logs.notes.get(index, [])
+        crash = next((n for n in notes if n.get("what") == "crash"), None)
+        if crash is not None:
+            return [f"scenario {self._h.scenario!r}: {who} crashed: {crash.get('error')}\n"
+                    f"{crash.get('traceback', '')}"]
+        if code == 0:
+            return []
+        if code == EXIT_BARRIER:
+            return []  # a consequence: the peer that broke the barrier is reported
+        if code == EXIT_DEADLINE:
+            return [f"scenario {self._h.scenario!r}: {who} gave up waiting at the deadline"]
+        if code is not None and code < 0:
+            return [f"scenario {self._h.scenario!r}: {who} died from signal {-code}"]
+        return [f"scenario {self._h.scenario!r}: {who} exited with code {code}"]
+
+
+class Harness:
+    """One scenario run: the opener, the deadline, the logs folder and the findings."""
+
+    def __init__(self, scenario: str, opener: Opener, profile: StressProfile,
+                 logdir: Path) -> None:
+        self.scenario = scenario
+        self.opener = opener
+        self.profile = profile
+        self.logdir = logdir
+        self.deadline = time.monotonic() + profile.deadline
+        self.anomalies: list[Anomaly] = []
+        self.errors: list[str] = []
+        self.ops = 0
+        self.busy = 0.0
+        self.groups = 0
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[TaskStore]:
+        """A parent-side connection (setup and final checks), closed afterwards."""
+        with contextlib.ExitStack() as stack:
+            yield enter_store(self.opener, stack, origin="the shared-store opener")
+
+    def group(self, specs: Sequence[WorkerSpec], *, barrier_parties: int | None = None,
+              events: Sequence[str] = ()) -> Group:
+        return Group(self, specs, barrier_parties=barrier_parties, events=events)
+
+    def run(self, specs: Sequence[WorkerSpec], *, barrier_parties: int | None = None) -> Logs:
+        """Start the workers, wait for them (bounded) and return their logs."""
+        group = self.group(specs, barrier_parties=barrier_parties)
+        group.start()
+        return group.finish()
+
+    def anomaly(self, kind: str, message: str, **evidence: Any) -> None:
+        self.anomalies.append(Anomaly(self.scenario, kind, message, evidence))

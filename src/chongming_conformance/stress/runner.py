@@ -1,0 +1,190 @@
+"""``run_scenario``: one scenario against one shared store, anomalies returned, not raised."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from multiprocess.reduction import ForkingPickler
+
+from ..clauses import clauses_of
+from ..factory import StoreShapeError, protocol_mismatches
+from .harness import Anomaly, Harness, Opener
+from .profile import StressProfile, get_profile
+from .scenarios import SCENARIOS
+
+__all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_scenario"]
+
+#: Store-specific integrity hook: given the opener, return problems ('[]' if intact).
+IntegrityCheck = Callable[[Opener], Sequence[str]]
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """What one scenario found. ``ok`` only when there is neither anomaly nor error.
+
+    ``anomalies`` are broken guarantees seen in the logs; ``errors`` are runs
+    that could not complete (stuck or crashed workers, a failing setup).
+    """
+
+    scenario: str
+    clauses: tuple[str, ...]
+    profile: str
+    anomalies: list[Anomaly] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    ops: int = 0
+    busy_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    log_dir: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.anomalies and not self.errors
+
+    @property
+    def ops_per_second(self) -> float:
+        return self.ops / self.busy_seconds if self.busy_seconds > 0 else 0.0
+
+    def kinds(self) -> set[str]:
+        return {a.kind for a in self.anomalies}
+
+    def report(self, limit: int = 8) -> str:
+        """A readable summary: verdict, then errors, then the first anomalies per kind."""
+        head = (f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
+                f"{self.profile!r}: " + ("PASS" if self.ok else
+                                         f"{len(self.anomalies)} anomalies, "
+                                         f"{len(self.errors)} errors"))
+        lines = [head]
+        lines += [f"  ERROR {e}" for e in self.errors[:limit]]
+        shown: dict[str, int] = {}
+        for a in self.anomalies:
+            shown[a.kind] = shown.get(a.kind, 0) + 1
+            if shown[a.kind] <= limit:
+                lines.append(f"  {a}")
+        for kind, n in shown.items():
+            if n > limit:
+                lines.append(f"  ... {n - limit} more {kind!r} anomalies")
+        if self.log_dir:
+            lines.append(f"  worker logs kept in {self.log_dir}")
+        return "\n".join(lines)
+
+
+def enter_shared(factory: Callable[[], Any], stack: contextlib.ExitStack,
+                 *, origin: str = "make_shared_store()") -> Opener:
+    """Call a ``make_shared_store`` factory (any form of ``enter_store``) and return its opener.
+
+    The opener must be a picklable zero-argument callable that opens a new store
+    on the shared location each time; the factory's teardown runs when ``stack``
+    unwinds (after every worker is gone).
+    """
+    produced = factory()
+    if isinstance(produced, Generator):
+        gen: Generator[Any, None, None] = produced
+        opener = next(gen)
+
+        def finish() -> None:
+            with contextlib.suppress(StopIteration):
+                next(gen)
+                raise RuntimeError(f"{origin} yielded more than once")
+
+        stack.callback(finish)
+    elif hasattr(produced, "__enter__") and hasattr(produced, "__exit__"):
+        opener = stack.enter_context(produced)
+    else:
+        opener = produced
+    if not callable(opener):
+        raise StoreShapeError(f"{origin} gave {opener!r}, which is not callable; it must give "
+                              "a zero-argument opener")
+    if not protocol_mismatches(opener):
+        raise StoreShapeError(
+            f"{origin} gave a store ({type(opener).__qualname__}), not an opener: return a "
+            "zero-argument callable that opens a new store on the shared location, e.g. "
+            "functools.partial(MyStore, path)"
+        )
+    result: Opener = opener
+    return result
+
+
+def _check_picklable(opener: Opener) -> str | None:
+    try:
+        ForkingPickler.dumps(opener)
+    except Exception as exc:
+        return (f"the opener {opener!r} cannot be sent to a spawned process ({exc}); make it a "
+                "module-level callable or functools.partial of one, holding only plain "
+                "configuration (a path, a DSN, a schema name)")
+    return None
+
+
+def _generic_integrity(h: Harness) -> None:
+    """Whatever the backend: a fresh connection can read everything, and counts add up."""
+    try:
+        with h.store() as store:
+            tasks = list(store.query())
+            total = sum(store.counts().values())
+            for snap in tasks[:500]:
+                store.history(snap.task_id)
+    except Exception as exc:
+        h.anomaly("not-intact", f"a fresh connection cannot read the store back after the "
+                  f"scenario: {type(exc).__name__}: {exc}")
+        return
+    if total != len(tasks):
+        h.anomaly("not-intact", f"counts() adds up to {total} but query() returns "
+                  f"{len(tasks)} tasks", counts=total, tasks=len(tasks))
+
+
+def run_scenario(
+    name: str,
+    opener: Opener,
+    profile: StressProfile | str | None = None,
+    *,
+    integrity: IntegrityCheck | None = None,
+    keep_logs: bool | None = None,
+) -> ScenarioResult:
+    """Run scenario ``name`` against the shared store ``opener`` opens; never raises for a
+    store's failure (it is in the result).
+
+    The store location must be fresh (each scenario creates fixed ids).
+    ``keep_logs``: True keeps the worker logs, False deletes them, None (default)
+    keeps them only when the result is not ok.
+    """
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown stress scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    prof = get_profile(profile)
+    scenario = SCENARIOS[name]
+    result = ScenarioResult(name, clauses_of(scenario), prof.name)
+    problem = _check_picklable(opener)
+    if problem is not None:
+        result.errors.append(problem)
+        return result
+    logdir = Path(tempfile.mkdtemp(prefix=f"chongming-stress-{name}-"))
+    h = Harness(name, opener, prof, logdir)
+    started = time.monotonic()
+    try:
+        scenario(h)
+    except Exception as exc:
+        h.errors.append(f"scenario {name!r} failed in the parent: {type(exc).__name__}: {exc}\n"
+                        + traceback.format_exc(limit=6))
+    if not h.errors:
+        _generic_integrity(h)
+        if integrity is not None:
+            try:
+                problems = list(integrity(opener))
+            except Exception as exc:
+                problems = [f"the integrity check raised {type(exc).__name__}: {exc}"]
+            for p in problems:
+                h.anomaly("integrity", f"store-specific integrity check: {p}")
+    result.anomalies, result.errors = h.anomalies, h.errors
+    result.ops, result.busy_seconds = h.ops, h.busy
+    result.wall_seconds = time.monotonic() - started
+    if keep_logs or (keep_logs is None and not result.ok):
+        result.log_dir = str(logdir)
+    else:
+        shutil.rmtree(logdir, ignore_errors=True)
+    return result
