@@ -158,7 +158,12 @@ def _setting(config: pytest.Config, option: str, env: str | None, ini: str) -> t
 
 def _tb(exc: BaseException, skip_frames_from: Iterable[str] = ()) -> str:
     """The traceback of ``exc`` without this plugin's and importlib's frames."""
-    skip = (__file__, "<frozen importlib", *skip_frames_from)
+    skip = (
+        os.path.dirname(__file__) + os.sep,  # the kit's own frames say nothing to the author
+        os.path.dirname(importlib.__file__) + os.sep,
+        "<frozen importlib",
+        *skip_frames_from,
+    )
     te = traceback.TracebackException.from_exception(exc)
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if not f.filename.startswith(skip)]
@@ -360,8 +365,10 @@ def _load_profile(name: str | None) -> None:
         raise
     try:
         profiles.load_profile(name)
-    except (KeyError, ValueError, LookupError) as exc:
-        raise pytest.UsageError(f"--chongming-profile={name!r}: {exc}") from None
+    except Exception as exc:
+        raise pytest.UsageError(
+            f"--chongming-profile={name!r}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _under(path: Path, parent: Path) -> bool:
