@@ -130,7 +130,7 @@ def run_once(dsn: str, schema: str, mode: str, consumers: int, count: int, batch
         p.join(timeout=60)
         if p.exitcode != 0:
             raise RuntimeError(f"{mode} worker exited with {p.exitcode}")
-    elapsed = max(end for _, end in results) - start
+    elapsed: float = max(end for _, end in results) - start
     done = sum(n for n, _ in results)
     finished = _finished(dsn, schema)
     if done != count or finished != count:
@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             f"# {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
             f"psycopg {psycopg.__version__}, PostgreSQL {server[0] if server else '?'}"
         )
+        print(f"# load average at start: {os.getloadavg()[0]:.2f} (1 min)")
         print(
             f"# {args.commands} commands per run, claim limit {args.batch}, "
             f"median of {args.repeat} runs, lease {LEASE}s"
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
                     )
             store, bare = statistics.median(rates["store"]), statistics.median(rates["bare"])
             print(f"{consumers:>9} | {store:>11.0f} | {bare:>10.0f} | {store / bare:>10.2f}")
+        print(f"# load average at end: {os.getloadavg()[0]:.2f} (1 min)")
     finally:
         pgstore.drop_schema(args.dsn, schema)
 
