@@ -259,6 +259,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "driver error)."),
     ("CLOSE-RELEASES", _S, "§2.5 §8 §9", _R,
      "close() really releases connections and file handles."),
+    ("ERRORS-ARE-STOREERROR", _S, "§2.5 decision", _R,
+     "Driver and connection failures surface as StoreError (the driver error as "
+     "__cause__) for the call in flight, never raw and never as a silent success."),
     # -- sharing -------------------------------------------
     ("XP-SHARED-VISIBILITY", _M, "§7 §8 §9", _X,
      "Instances of the store opened by different processes on one location see each "
