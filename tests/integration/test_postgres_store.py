@@ -383,6 +383,7 @@ def test_killed_holder_neither_releases_early_nor_locks_forever(
         store.close()
 
 
+@checks("ERRORS-ARE-STOREERROR")
 def test_pool_heals_after_its_idle_backends_are_killed(postgres_dsn: str, schema: str) -> None:
     """A server restart looks like this to the pool: every idle connection is dead."""
     dsn, app = tagged_dsn(postgres_dsn, "heal")
@@ -401,6 +402,7 @@ def test_pool_heals_after_its_idle_backends_are_killed(postgres_dsn: str, schema
         store.close()
 
 
+@checks("ERRORS-ARE-STOREERROR")
 def test_save_in_flight_during_a_kill_raises_storeerror(postgres_dsn: str, schema: str) -> None:
     dsn, app = tagged_dsn(postgres_dsn, "save-kill")
     store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=1, max_size=1)
@@ -429,6 +431,7 @@ def test_save_in_flight_during_a_kill_raises_storeerror(postgres_dsn: str, schem
         store.close()
 
 
+@checks("ERRORS-ARE-STOREERROR")
 def test_claim_in_flight_during_a_kill_raises_storeerror(postgres_dsn: str, schema: str) -> None:
     dsn, app = tagged_dsn(postgres_dsn, "claim-kill")
     store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=1, max_size=1)
