@@ -99,15 +99,15 @@ def enter_shared(factory: Callable[[], Any], stack: contextlib.ExitStack,
         opener = stack.enter_context(produced)
     else:
         opener = produced
-    if not callable(opener):
-        raise StoreShapeError(f"{origin} gave {opener!r}, which is not callable; it must give "
-                              "a zero-argument opener")
     if not protocol_mismatches(opener):
         raise StoreShapeError(
             f"{origin} gave a store ({type(opener).__qualname__}), not an opener: return a "
             "zero-argument callable that opens a new store on the shared location, e.g. "
             "functools.partial(MyStore, path)"
         )
+    if not callable(opener):
+        raise StoreShapeError(f"{origin} gave {opener!r}, which is not callable; it must give "
+                              "a zero-argument opener")
     result: Opener = opener
     return result
 

@@ -1,0 +1,258 @@
+"""Deliberately broken SQLite stores for the stress harness's own tests.
+
+Each class is the reference ``SqliteTaskStore`` with ONE method rewritten the
+way real stores get it wrong. Some are invisible to a single connection (the
+contract passes them; only the harness can catch them), some are not -- the
+tests assert which is which instead of pretending.
+
+The module must stay importable by name: spawned workers unpickle openers
+``functools.partial(<class here>, path)`` by reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from chongming_conformance import Command, ConcurrencyConflict, Progress, TaskSnapshot
+from chongming_conformance.codec import (
+    COMMAND_COLUMNS,
+    SAVE_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    encode_dt,
+    row_to_command,
+    snapshot_to_row,
+    transition_to_row,
+)
+from chongming_conformance.model import Transition
+from reference_stores.sqlite import SqliteTaskStore
+
+
+class CheckThenWriteSave(SqliteTaskStore):
+    """save() reads the version, then writes WHERE task_id = ? -- two statements, no lock."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        with self._connection("save") as conn:
+            found = conn.execute(
+                "SELECT status_version FROM tasks WHERE task_id = ?", (snapshot.task_id,)
+            ).fetchone()
+        actual = None if found is None else int(found["status_version"])
+        if actual != expect_version:
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
+        row = snapshot_to_row(snapshot)
+        sets = ", ".join(f"{c} = :{c}" for c in SAVE_COLUMNS if c != "task_id")
+        with self._connection("save") as conn:
+            conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id", row)
+
+
+class UnlockedClaim(SqliteTaskStore):
+    """claim_commands() selects, then updates each row: no BEGIN IMMEDIATE around both."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        if limit <= 0:
+            with self._connection("claim_commands"):
+                return []
+        until = now + timedelta(seconds=lease_seconds)
+        with self._connection("claim_commands") as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(COMMAND_COLUMNS)} FROM commands WHERE finished_at IS NULL "
+                "AND (lease_until IS NULL OR lease_until <= ?) ORDER BY created_at, command_id "
+                "LIMIT ?",
+                (encode_dt(now), limit),
+            ).fetchall()
+        claimed = []
+        for row in rows:
+            with self._connection("claim_commands") as conn:
+                conn.execute("UPDATE commands SET lease_until = ? WHERE command_id = ?",
+                             (encode_dt(until), row["command_id"]))
+            claimed.append(replace(row_to_command(row), lease_until=until))
+        return claimed
+
+
+class NoLeaseClaim(SqliteTaskStore):
+    """claim_commands() returns free commands (with the lease it *would* set) but stores none."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        until = now + timedelta(seconds=lease_seconds)
+        with self._connection("claim_commands") as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(COMMAND_COLUMNS)} FROM commands WHERE finished_at IS NULL "
+                "AND (lease_until IS NULL OR lease_until <= ?) ORDER BY created_at, command_id "
+                "LIMIT ?",
+                (encode_dt(now), max(limit, 0)),
+            ).fetchall()
+        return [replace(row_to_command(r), lease_until=until) for r in rows]
+
+
+class LeaseWritingSave(SqliteTaskStore):
+    """save() is atomic but writes every column, the lease included."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        sets = ", ".join(f"{c} = :{c}" for c in SNAPSHOT_COLUMNS if c != "task_id")
+        params = {**snapshot_to_row(snapshot), "expect_version": expect_version}
+        with self._connection("save", write=True) as conn:
+            changed = conn.execute(
+                f"UPDATE tasks SET {sets} WHERE task_id = :task_id "
+                "AND status_version = :expect_version", params).rowcount
+            found = conn.execute("SELECT status_version FROM tasks WHERE task_id = ?",
+                                 (snapshot.task_id,)).fetchone()
+        if changed != 1:
+            actual = None if found is None else int(found["status_version"])
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
+
+
+class CheckThenInsertAppend(SqliteTaskStore):
+    """append() checks for the row, then inserts, on a table with no (task_id, version) key."""
+
+    def _initialise(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS transitions (task_id TEXT NOT NULL, version INTEGER "
+            "NOT NULL, from_status TEXT, to_status TEXT NOT NULL, at TEXT NOT NULL, reason TEXT)"
+        )
+        super()._initialise(conn)
+
+    def append(self, transition: Transition) -> None:
+        row = transition_to_row(transition)
+        with self._connection("append") as conn:
+            exists = conn.execute("SELECT 1 FROM transitions WHERE task_id = ? AND version = ?",
+                                  (transition.task_id, transition.version)).fetchone()
+        if exists is None:
+            with self._connection("append") as conn:
+                conn.execute(
+                    f"INSERT INTO transitions ({', '.join(row)}) "
+                    f"VALUES ({', '.join(':' + c for c in row)})", row)
+
+
+class CachingReads(SqliteTaskStore):
+    """get() answers from a per-instance cache, dropped only on this instance's own writes."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        self._cache: dict[str, TaskSnapshot | None] = {}
+        self._cache_lock = threading.Lock()
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        with self._connection("get"):
+            pass  # still refuse use after close()
+        with self._cache_lock:
+            if task_id not in self._cache:
+                self._cache[task_id] = super().get(task_id)
+            return self._cache[task_id]
+
+    def _forget(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._forget()
+        super().create(snapshot)
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        self._forget()
+        super().save(snapshot, expect_version=expect_version)
+
+    def touch(self, task_id: str, *, progress: Progress | None = None,
+              heartbeat_at: datetime | None = None, lease_owner: str | None = None,
+              lease_until: datetime | None = None) -> None:
+        self._forget()
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=lease_owner, lease_until=lease_until)
+
+    def prune(self, *, keep_terminal: int) -> int:
+        self._forget()
+        return super().prune(keep_terminal=keep_terminal)
+
+
+class ReleaseKeepsLease(SqliteTaskStore):
+    """release_command() does nothing: the lease stays until it expires."""
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        with self._connection("release_command"):
+            return
+
+
+class TouchBumpsVersion(SqliteTaskStore):
+    """touch() also increments status_version."""
+
+    def touch(self, task_id: str, *, progress: Progress | None = None,
+              heartbeat_at: datetime | None = None, lease_owner: str | None = None,
+              lease_until: datetime | None = None) -> None:
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=lease_owner, lease_until=lease_until)
+        with self._connection("touch") as conn:
+            conn.execute("UPDATE tasks SET status_version = status_version + 1 "
+                         "WHERE task_id = ?", (task_id,))
+
+
+class HangingSave(SqliteTaskStore):
+    """save() never returns (a deadlocked backend); for the harness's bound, not a clause."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        threading.Event().wait()
+
+
+# -- factories ------------------------------------------------------------------------------
+@functools.cache
+def _root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="chongming-stress-tests-"))
+
+
+def single(cls: type[SqliteTaskStore]) -> Callable[[], Iterator[SqliteTaskStore]]:
+    """A ``make_store`` for the contract: a fresh file per call."""
+
+    def make_store() -> Iterator[SqliteTaskStore]:
+        directory = tempfile.mkdtemp(dir=_root())
+        store = cls(Path(directory) / "tasks.db")
+        try:
+            yield store
+        finally:
+            store.close()
+            shutil.rmtree(directory, ignore_errors=True)
+
+    return make_store
+
+
+def shared(cls: type[SqliteTaskStore]) -> Callable[[], Iterator[Callable[[], Any]]]:
+    """A ``make_shared_store`` for the harness: one fresh file, an opener of ``cls`` on it."""
+
+    def make_shared_store() -> Iterator[Callable[[], Any]]:
+        directory = tempfile.mkdtemp(dir=_root())
+        path = str(Path(directory) / "tasks.db")
+        cls(path).close()
+        try:
+            yield functools.partial(cls, path)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    return make_shared_store
+
+
+def failing_opener(reason: str) -> SqliteTaskStore:
+    """An opener whose backend is unreachable: every worker fails to open it."""
+    raise RuntimeError(reason)
+
+
+def opener_with_connection(conn: sqlite3.Connection) -> SqliteTaskStore:
+    """An opener that drags a live connection along: it cannot cross a process boundary."""
+    raise AssertionError("never called: the harness refuses to ship it")
+
+
+def opener_failing_in_workers(parent_pid: int, path: str) -> SqliteTaskStore:
+    """Opens fine in the parent (setup) but not in any worker process."""
+    import os
+
+    if os.getpid() != parent_pid:
+        raise RuntimeError("workers cannot reach the backend")
+    return SqliteTaskStore(path)
