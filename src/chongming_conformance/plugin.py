@@ -26,6 +26,7 @@ import pickle
 import platform
 import re
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Generator, Iterable
@@ -455,7 +456,9 @@ def _item_clauses(item: pytest.Item) -> tuple[str, ...]:
 
 _SEED = re.compile(r"@seed\((\d+)\)|--hypothesis-seed=(\S+)")
 _REPRO = re.compile(r"@reproduce_failure\([^)]*\)")
-_E_PREFIX = re.compile(r"^E\s{1,8}")
+_E_PREFIX = re.compile(r"^E(\s|$)")
+# Hypothesis' wording changed over releases; both name the minimal failing input.
+_EXAMPLE_HEADS = ("Falsifying", "Failing test case")
 
 
 def _hypothesis_info(texts: Iterable[str]) -> dict[str, list[str]]:
@@ -463,11 +466,11 @@ def _hypothesis_info(texts: Iterable[str]) -> dict[str, list[str]]:
     examples: list[str] = []
     notes: list[str] = []
     for text in texts:
-        lines = [_E_PREFIX.sub("", line) for line in text.splitlines()]
+        lines = [" " + line[1:] if _E_PREFIX.match(line) else line for line in text.splitlines()]
         block: list[str] | None = None
         for line in lines:
-            if line.lstrip().startswith("Falsifying"):
-                block = [line.strip()]
+            if line.lstrip().startswith(_EXAMPLE_HEADS):
+                block = [line.rstrip()]
                 examples.append("")
                 continue
             if block is not None:
@@ -475,7 +478,7 @@ def _hypothesis_info(texts: Iterable[str]) -> dict[str, list[str]]:
                     block = None
                 else:
                     block.append(line.rstrip())
-                    examples[-1] = "\n".join(block)
+                    examples[-1] = textwrap.dedent("\n".join(block))
                     continue
             for m in _SEED.finditer(line):
                 seed = m.group(1) or m.group(2)
@@ -485,10 +488,10 @@ def _hypothesis_info(texts: Iterable[str]) -> dict[str, list[str]]:
                 if m.group(0) not in notes:
                     notes.append(m.group(0))
         if examples and examples[-1] == "" and block:
-            examples[-1] = "\n".join(block)
+            examples[-1] = textwrap.dedent("\n".join(block))
     for i, ex in enumerate(examples):
         if not ex:
-            examples[i] = "Falsifying example"
+            examples[i] = "(failing example not shown)"
     return {
         "seeds": seeds,
         "falsifying_examples": list(dict.fromkeys(examples)),
@@ -696,10 +699,13 @@ class ConformanceRun:
             )
         elif call is not None and call.passed:
             result.outcome = "passed"
-        if nodeid in self.hypothesis_items:
-            texts = [r.longreprtext for r in phases.values() if r.longrepr]
-            texts += [c for r in phases.values() for t, c in r.sections if "ypothesis" in t]
-            result.hypothesis = _hypothesis_info(texts)
+        # Property checks may run hypothesis inside a plain test method, so look at every
+        # failing test's output, not only at @given tests.
+        texts = [r.longreprtext for r in phases.values() if r.longrepr and not r.passed]
+        texts += [c for r in phases.values() for _, c in r.sections]
+        info = _hypothesis_info(texts)
+        if nodeid in self.hypothesis_items or any(info.values()):
+            result.hypothesis = info
         if result.message is not None:
             result.message = mask_secrets(result.message)
         return result
