@@ -13,7 +13,7 @@ from .contract import StressContract
 from .harness import Anomaly, Opener
 from .integrity import sqlite_integrity, sqlite_opener_integrity
 from .profile import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
-from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_scenario
+from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_all, run_scenario
 from .scenarios import SCENARIOS
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "StressProfile",
     "enter_shared",
     "get_profile",
+    "run_all",
     "run_scenario",
     "sqlite_integrity",
     "sqlite_opener_integrity",

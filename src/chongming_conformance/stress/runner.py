@@ -20,7 +20,7 @@ from .harness import Anomaly, Harness, Opener
 from .profile import StressProfile, get_profile
 from .scenarios import SCENARIOS
 
-__all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_scenario"]
+__all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_all", "run_scenario"]
 
 #: Store-specific integrity hook: given the opener, return problems ('[]' if intact).
 IntegrityCheck = Callable[[Opener], Sequence[str]]
@@ -188,3 +188,31 @@ def run_scenario(
     else:
         shutil.rmtree(logdir, ignore_errors=True)
     return result
+
+
+def run_all(
+    make_shared_store: Callable[[], Any],
+    profile: StressProfile | str | None = None,
+    *,
+    scenarios: Sequence[str] | None = None,
+    integrity: IntegrityCheck | None = None,
+    keep_logs: bool | None = None,
+) -> list[ScenarioResult]:
+    """Every scenario (or ``scenarios``), each on a fresh location from ``make_shared_store``.
+
+    A factory that fails to set up is reported as that scenario's error, not raised.
+    """
+    results = []
+    for name in scenarios if scenarios is not None else list(SCENARIOS):
+        with contextlib.ExitStack() as stack:
+            try:
+                opener = enter_shared(make_shared_store, stack)
+            except Exception as exc:
+                failed = ScenarioResult(name, clauses_of(SCENARIOS[name]),
+                                        get_profile(profile).name)
+                failed.errors.append(f"make_shared_store() failed: {type(exc).__name__}: {exc}")
+                results.append(failed)
+                continue
+            results.append(run_scenario(name, opener, profile, integrity=integrity,
+                                        keep_logs=keep_logs))
+    return results

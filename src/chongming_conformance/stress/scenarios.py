@@ -375,7 +375,8 @@ def _starve_worker(ctx: WorkerContext) -> None:
 
 
 def _poll(ctx: WorkerContext, now: datetime, lease: float, mine: str) -> None:
-    for c in _claim(ctx, now, lease, 50):
+    # A limit above any possible backlog: the owner's command is never cut off by it.
+    for c in _claim(ctx, now, lease, 10_000):
         if c.task_id == mine:
             ctx.call("complete", {"id": c.command_id},
                      partial(ctx.store.complete_command, c.command_id, now=now, outcome="done"),
