@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from plugin_helpers import clause, load_report, run, table_outcome
 
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
-
-from plugin_helpers import clause, load_report, run, table_outcome
 
 CONTRACT_TESTS = 68  # the suite's current size; a change here is a visible decision
 
