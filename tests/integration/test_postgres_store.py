@@ -45,6 +45,7 @@ from chongming_conformance import (
 )
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.samples import at, command, snapshot
+from chongming_conformance.stress.contract import StressContract
 
 try:
     import psycopg
@@ -233,6 +234,14 @@ class TestRestrictedRoleContract(StoreContract):
     def test_role_cannot_install_a_schema(self) -> None:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             pgstore.install_schema(self.role_dsn, f"chongming_it_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.mark.usefixtures("postgres_dsn")
+class TestPostgresStress(StressContract):
+    """The kit's multi-process scenarios (spawned workers) on one fresh schema each."""
+
+    def make_shared_store(self) -> Generator[Callable[[], pgstore.PostgresTaskStore], None, None]:
+        return pgstore.make_shared_store()
 
 
 # -- cross-process evidence ---------------------------------------------------------------------
