@@ -96,6 +96,27 @@ class NoLeaseClaim(SqliteTaskStore):
         return [replace(row_to_command(r), lease_until=until) for r in rows]
 
 
+class ExpiryIgnoredClaim(SqliteTaskStore):
+    """claim_commands() takes only never-leased commands: an expired lease is held forever."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        if limit <= 0:
+            with self._connection("claim_commands"):
+                return []
+        until = encode_dt(now + timedelta(seconds=lease_seconds))
+        with self._connection("claim_commands", write=True) as conn:
+            rows = conn.execute(
+                "UPDATE commands SET lease_until = ? WHERE command_id IN (SELECT command_id "
+                "FROM commands WHERE finished_at IS NULL AND lease_until IS NULL "
+                f"ORDER BY created_at, command_id LIMIT ?) RETURNING {', '.join(COMMAND_COLUMNS)}",
+                (until, limit),
+            ).fetchall()
+        return sorted((row_to_command(r) for r in rows),
+                      key=lambda c: (c.created_at, c.command_id))
+
+
 class LeaseWritingSave(SqliteTaskStore):
     """save() is atomic but writes every column, the lease included."""
 

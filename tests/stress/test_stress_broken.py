@@ -15,6 +15,7 @@ from stress_stores import (
     CachingReads,
     CheckThenInsertAppend,
     CheckThenWriteSave,
+    ExpiryIgnoredClaim,
     LeaseWritingSave,
     NoLeaseClaim,
     ReleaseKeepsLease,
@@ -36,6 +37,10 @@ CASES = [
     (UnlockedClaim, "claim_race", {"double-hold", "completed-twice"}, set()),
     (NoLeaseClaim, "claim_race", {"double-hold", "completed-twice"},
      {"test_claim_lease_exclusive__conflict_leased_command_not_reclaimed"}),
+    (NoLeaseClaim, "crash_recovery", {"claimed-before-expiry"},
+     {"test_claim_lease_exclusive__conflict_leased_command_not_reclaimed"}),
+    (ExpiryIgnoredClaim, "crash_recovery", {"stuck-after-expiry"},
+     {"test_claim_expired_reclaim__new_lease_after_expiry"}),
     (LeaseWritingSave, "touch_save", {"lease-clobbered"},
      {"test_save_keeps_lease__lease_from_touch_survives",
       "test_save_keeps_lease__lease_from_create_survives"}),
@@ -46,7 +51,7 @@ CASES = [
     (TouchBumpsVersion, "touch_save", {"touch-conflict", "version-moved"},
      {"test_touch_no_version__version_unchanged_and_save_still_matches"}),
 ]
-IDS = [c[0].__name__ for c in CASES]
+IDS = [f"{c[0].__name__}-{c[1]}" for c in CASES]
 
 
 @pytest.mark.parametrize(("store", "scenario", "kinds", "contract"), CASES, ids=IDS)

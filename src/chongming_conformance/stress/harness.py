@@ -248,13 +248,15 @@ class Group:
     def logs(self) -> Logs:
         return read_logs(self.paths)
 
-    def wait_event(self, name: str) -> bool:
-        """Wait for an event set by a worker; False at the deadline or if every worker died."""
+    def wait_event(self, name: str, *, by: int | None = None) -> bool:
+        """Wait for an event set by a worker (``by``, if given); False at the deadline or
+        as soon as the worker that should set it (or every worker) has exited."""
         event = self.events[name]
         while self._h.remaining() > 0:
             if event.wait(min(0.1, self._h.remaining())):
                 return True
-            if not any(p.is_alive() for p in self.procs.values()):
+            setters = [self.procs[by]] if by is not None else list(self.procs.values())
+            if not any(p.is_alive() for p in setters):
                 break
         return bool(event.is_set())
 
@@ -302,9 +304,11 @@ class Group:
                 proc.kill()
                 proc.join(TERMINATE_GRACE)
         for i, proc in self.procs.items():
-            if i in self.killed or i in stuck:
+            if i in stuck:
                 continue
-            h.errors.extend(self._exit_problem(i, proc.exitcode, logs))
+            # A worker killed on purpose exits by SIGKILL; only a crash before it counts.
+            code = 0 if i in self.killed else proc.exitcode
+            h.errors.extend(self._exit_problem(i, code, logs))
         h.ops += logs.count()
         h.busy += logs.span()
         return logs

@@ -221,7 +221,7 @@ def crash_recovery(h: Harness) -> None:
                   for i in range(1, survivors + 1)]
         group = h.group(specs, barrier_parties=survivors, events=("claimed", "go"))
         group.start()
-        if group.wait_event("claimed"):
+        if group.wait_event("claimed", by=0):
             time.sleep(rng.uniform(0.0, 0.05))  # let the kill land inside the holder's writes
             group.kill(0)
         else:
