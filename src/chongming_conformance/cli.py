@@ -46,7 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     # The spec is taken by main() (first argument after `check` without a leading dash), so
     # that pytest's own positional values (`-k save`) are never mistaken for it.
     check.add_argument("--spec", dest="spec", default=None, help=argparse.SUPPRESS)
-    check.add_argument("--report", metavar="PATH", help="write the report (.json or .md)")
+    check.add_argument(
+        "--report", metavar="PATH", action="append", default=[],
+        help="write the report (.json or .md); may be repeated",
+    )
     check.add_argument("--gate", choices=("must", "should"), help="fail unless conformant")
     check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")
     check.add_argument("--timeout", metavar="SECONDS", help="per-call timeout")
@@ -91,8 +94,8 @@ def _pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args.append("--chongming-suite-only")
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "chongming_conformance.plugin"]
+    args += [f"--chongming-report={path}" for path in ns.report]
     for flag, value in (
-        ("--chongming-report", ns.report),
         ("--chongming-gate", ns.gate),
         ("--chongming-shared-store", ns.shared_store),
         ("--chongming-timeout", ns.timeout),

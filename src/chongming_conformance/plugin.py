@@ -110,8 +110,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--chongming-report",
         metavar="PATH",
-        default=None,
-        help="Write the conformance report to PATH (.json or .md).",
+        action="append",
+        default=[],
+        help="Write the conformance report to PATH (.json or .md); may be repeated.",
     )
     group.addoption(
         "--chongming-gate",
@@ -384,12 +385,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     invocation_dir = config.invocation_params.dir
     timeout = _timeout(config)
-    report_path = config.getoption("chongming_report")
-    if report_path and Path(report_path).suffix not in (".json", ".md"):
-        raise pytest.UsageError(
-            f"--chongming-report={report_path!r} must end in .json or .md (the format follows "
-            "the suffix)."
-        )
+    for report_path in config.getoption("chongming_report"):
+        if Path(report_path).suffix not in (".json", ".md"):
+            raise pytest.UsageError(
+                f"--chongming-report={report_path!r} must end in .json or .md (the format "
+                "follows the suffix)."
+            )
     factory, module, label = resolve_spec(spec, source, invocation_dir)
     try:
         caps = declared_capabilities(factory, module, label)
@@ -516,7 +517,7 @@ class ConformanceRun:
         self.results: list[ClauseResult] = []
         self.doc: dict[str, Any] | None = None
         self.gate_failed: list[ClauseResult] = []
-        self.report_written: Path | None = None
+        self.reports_written: list[Path] = []
 
     # -- collection -------------------------------------------------------------------------
     def _arg_path(self, arg: str) -> Path:
@@ -828,8 +829,7 @@ class ConformanceRun:
         if self.config.getoption("collectonly"):
             return
         self.doc = self.build(session)
-        path = self.config.getoption("chongming_report")
-        if path:
+        for path in self.config.getoption("chongming_report"):
             target = Path(path)
             if not target.is_absolute():
                 target = self.config.invocation_params.dir / target
@@ -838,7 +838,7 @@ class ConformanceRun:
                 target.write_text(dumps(self.doc), encoding="utf-8")
             else:
                 target.write_text(render_markdown(self.doc), encoding="utf-8")
-            self.report_written = target
+            self.reports_written.append(target)
 
     def pytest_terminal_summary(
         self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
@@ -859,5 +859,5 @@ class ConformanceRun:
                 if self.doc["run"]["partial"]:
                     why = f"partial run; {why}" if ids else "partial run"
                 tr.write_line(f"chongming gate ({gate}): FAILED ({why})", red=True, bold=True)
-        if self.report_written is not None:
-            tr.write_line(f"chongming report written to {self.report_written}")
+        for target in self.reports_written:
+            tr.write_line(f"chongming report written to {target}")
