@@ -46,6 +46,7 @@ def _store_worker(dsn: str, schema: str, batch: int, barrier: Any, out: Any) -> 
     store = pgstore.PostgresTaskStore(dsn, schema=schema, min_size=1, max_size=1)
     store.counts()  # warm the pool's connection
     barrier.wait()
+    cpu = time.process_time()
     done = 0
     while True:
         claimed = store.claim_commands(now=datetime.now(UTC), lease_seconds=LEASE, limit=batch)
@@ -54,7 +55,7 @@ def _store_worker(dsn: str, schema: str, batch: int, barrier: Any, out: Any) -> 
         for command in claimed:
             store.complete_command(command.command_id, now=datetime.now(UTC), outcome="ok")
             done += 1
-    out.put((done, time.perf_counter()))
+    out.put((done, time.perf_counter(), time.process_time() - cpu))
     store.close()
 
 
@@ -64,6 +65,7 @@ def _bare_worker(dsn: str, schema: str, batch: int, barrier: Any, out: Any) -> N
         claim = pgstore.claim_statement(schema).as_string(conn)
         complete = pgstore.complete_statement(schema).as_string(conn)
         barrier.wait()
+        cpu = time.process_time()
         done = 0
         while True:
             now = datetime.now(UTC)
@@ -78,7 +80,7 @@ def _bare_worker(dsn: str, schema: str, batch: int, barrier: Any, out: Any) -> N
                     {"now": datetime.now(UTC), "outcome": "ok", "command_id": row[0]},
                 )
                 done += 1
-        out.put((done, time.perf_counter()))
+        out.put((done, time.perf_counter(), time.process_time() - cpu))
 
 
 WORKERS = {"store": _store_worker, "bare": _bare_worker}
@@ -111,8 +113,15 @@ def _finished(dsn: str, schema: str) -> int:
     return int(row[0])
 
 
-def run_once(dsn: str, schema: str, mode: str, consumers: int, count: int, batch: int) -> float:
-    """Drain ``count`` commands with ``consumers`` processes; return commands/second."""
+def run_once(
+    dsn: str, schema: str, mode: str, consumers: int, count: int, batch: int
+) -> tuple[float, float]:
+    """Drain ``count`` commands with ``consumers`` processes.
+
+    Returns (commands per second of wall time, client CPU microseconds per command).
+    The second is what the store layer itself costs, and is far less disturbed
+    by other load on the machine than the first.
+    """
     _refill(dsn, schema, count)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(consumers + 1)
@@ -130,12 +139,13 @@ def run_once(dsn: str, schema: str, mode: str, consumers: int, count: int, batch
         p.join(timeout=60)
         if p.exitcode != 0:
             raise RuntimeError(f"{mode} worker exited with {p.exitcode}")
-    elapsed: float = max(end for _, end in results) - start
-    done = sum(n for n, _ in results)
+    elapsed: float = max(end for _, end, _ in results) - start
+    done = sum(n for n, _, _ in results)
+    cpu: float = sum(c for _, _, c in results)
     finished = _finished(dsn, schema)
     if done != count or finished != count:
         raise RuntimeError(f"{mode}: {done} completions reported, {finished} finished, {count}")
-    return count / elapsed
+    return count / elapsed, cpu / count * 1e6
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -161,17 +171,29 @@ def main(argv: list[str] | None = None) -> None:
             f"# {args.commands} commands per run, claim limit {args.batch}, "
             f"median of {args.repeat} runs, lease {LEASE}s"
         )
-        print(f"{'consumers':>9} | {'store cmd/s':>11} | {'bare cmd/s':>10} | {'store/bare':>10}")
-        print(f"{'-' * 9}-+-{'-' * 11}-+-{'-' * 10}-+-{'-' * 10}")
+        head = ("consumers", "store cmd/s", "bare cmd/s", "store/bare", "store CPU", "bare CPU")
+        print(" | ".join(f"{h:>11}" for h in head) + "   (CPU: client µs per command)")
+        print("-+-".join("-" * 11 for _ in head))
         for consumers in args.consumers:
             rates: dict[str, list[float]] = {"store": [], "bare": []}
+            cpus: dict[str, list[float]] = {"store": [], "bare": []}
             for _ in range(args.repeat):
                 for mode in ("store", "bare"):  # interleaved, so drift hits both alike
-                    rates[mode].append(
-                        run_once(args.dsn, schema, mode, consumers, args.commands, args.batch)
+                    rate, cpu = run_once(
+                        args.dsn, schema, mode, consumers, args.commands, args.batch
                     )
+                    rates[mode].append(rate)
+                    cpus[mode].append(cpu)
             store, bare = statistics.median(rates["store"]), statistics.median(rates["bare"])
-            print(f"{consumers:>9} | {store:>11.0f} | {bare:>10.0f} | {store / bare:>10.2f}")
+            row = (
+                f"{consumers}",
+                f"{store:.0f}",
+                f"{bare:.0f}",
+                f"{store / bare:.2f}",
+                f"{statistics.median(cpus['store']):.0f}",
+                f"{statistics.median(cpus['bare']):.0f}",
+            )
+            print(" | ".join(f"{c:>11}" for c in row))
         print(f"# load average at end: {os.getloadavg()[0]:.2f} (1 min)")
     finally:
         pgstore.drop_schema(args.dsn, schema)
