@@ -232,8 +232,20 @@ class TestRestrictedRoleContract(StoreContract):
         assert self.store.get("t-1") == snapshot("t-1"), "...and the failed DDL changed nothing"
 
     def test_role_cannot_install_a_schema(self) -> None:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            pgstore.install_schema(self.role_dsn, f"chongming_it_{uuid.uuid4().hex[:16]}")
+        with psycopg.connect(self.admin_dsn) as conn:
+            row = conn.execute(
+                "SELECT has_database_privilege(%s, current_database(), 'CREATE')", [self.role]
+            ).fetchone()
+        assert row == (False,), (
+            "this database grants CREATE to PUBLIC, so no role here is DML-only; "
+            "run REVOKE CREATE ON DATABASE <db> FROM PUBLIC on the test database"
+        )
+        name = f"chongming_it_{uuid.uuid4().hex[:16]}"
+        try:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                pgstore.install_schema(self.role_dsn, name)
+        finally:
+            pgstore.drop_schema(self.admin_dsn, name)  # in case it wrongly succeeded
 
 
 @pytest.mark.usefixtures("postgres_dsn")
