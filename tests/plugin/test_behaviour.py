@@ -266,3 +266,33 @@ def test_narrowed_run_is_partial_everywhere(stores: pytest.Pytester) -> None:
     assert "| `PRUNE-HISTORY` | MUST | PASS |" in md
     assert "| `CREATE-THEN-GET` | MUST | **NOT VERIFIED** | no test in this run checks it |" in md
     assert "| Clause | Level | Outcome | Failing tests / note |" in md
+
+
+def test_hanging_close_fails_the_teardown_and_the_run_goes_on(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        stuckclose="""
+        import time
+        from reference_stores.memory import InMemoryTaskStore
+
+        class StuckClose(InMemoryTaskStore):
+            calls = 0
+
+            def close(self):
+                StuckClose.calls += 1
+                if StuckClose.calls > 1:  # the configure-time check closes once, fine
+                    time.sleep(3600)
+                super().close()
+
+        def make_store():
+            return StuckClose()
+        """
+    )
+    result = run(
+        pytester, "--chongming-store=stuckclose:make_store", "--chongming-timeout=0.5",
+        "-k", "create_then_get or counts_all_keys",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "store call close() / the factory's teardown did not return within 0.5 s" in out
+    # Both tests pass, both teardowns hang and error: the second test ran after the first hang.
+    result.assert_outcomes(passed=2, errors=2)

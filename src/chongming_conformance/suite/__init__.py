@@ -19,6 +19,14 @@ Adding a suite class (the pattern every module here follows)::
         def open_store(self):                     # every call under the timeout
             return _config.open_timed(super().open_store)
 
+        def teardown_method(self, method=None):   # a hung close() fails, not hangs
+            _config.teardown_timed(lambda: super(TestStoreProperties, self)
+                                   .teardown_method(method))
+
+  (Only where the base class has these hooks: ``StoreProperties`` opens a
+  store per example through ``fresh_store()``; wrap that instead, or accept
+  that hypothesis-driven checks rely on their own deadlines.)
+
 * Test methods (or the class) must be decorated with
   ``chongming_conformance.clauses.checks(...)``; the report maps results to
   clauses only through those declarations. A suite test without any is listed

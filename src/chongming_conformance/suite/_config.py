@@ -25,6 +25,7 @@ __all__ = [
     "open_timed",
     "shared_store_factory",
     "store_factory",
+    "teardown_timed",
     "timeout",
     "uninstall",
 ]
@@ -102,6 +103,15 @@ def open_timed(open_store: Callable[[], TaskStore], label: str = "make_store()")
     store = call_with_timeout(label, seconds, open_store)
     proxy: TaskStore = TimeoutProxy(store, seconds)
     return proxy  # structurally a TaskStore: it exposes exactly the store's methods
+
+
+def teardown_timed(teardown: Callable[[], object]) -> None:
+    """Run a suite class's teardown (store.close() and the factory's teardown) under the timeout.
+
+    A ``close()`` that hangs then fails the test's teardown, naming it, instead of
+    hanging the run.
+    """
+    call_with_timeout("close() / the factory's teardown", timeout(), teardown)
 
 
 def enter_opener(shared: Callable[[], Any], stack: contextlib.ExitStack) -> Callable[[], Any]:

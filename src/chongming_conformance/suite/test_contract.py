@@ -17,3 +17,6 @@ class TestStoreContract(StoreContract):
 
     def open_store(self) -> TaskStore:
         return _config.open_timed(super().open_store)
+
+    def teardown_method(self, method: object = None) -> None:
+        _config.teardown_timed(lambda: super(TestStoreContract, self).teardown_method(method))
