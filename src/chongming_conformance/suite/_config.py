@@ -26,6 +26,7 @@ __all__ = [
     "shared_store_factory",
     "store_factory",
     "teardown_timed",
+    "timed",
     "timeout",
     "uninstall",
 ]
@@ -103,6 +104,12 @@ def open_timed(open_store: Callable[[], TaskStore], label: str = "make_store()")
     store = call_with_timeout(label, seconds, open_store)
     proxy: TaskStore = TimeoutProxy(store, seconds)
     return proxy  # structurally a TaskStore: it exposes exactly the store's methods
+
+
+def timed(store: TaskStore) -> TaskStore:
+    """``store`` behind a TimeoutProxy (for suite classes that open stores themselves)."""
+    proxy: TaskStore = TimeoutProxy(store, timeout())
+    return proxy
 
 
 def teardown_timed(teardown: Callable[[], object]) -> None:
