@@ -235,7 +235,7 @@ def check_crash(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, An
         if until is None or abs(until - (t0 + lease)) > 1e-6:
             h.anomaly("wrong-lease", f"the holder got {cid!r} with lease_until {_t(until)}, "
                       f"expected {_t(t0 + lease)}", command=cid)
-    last_probe = len(params["probes_us"]) - 1
+    final_rounds = {r for r, us in enumerate(params["probes_us"]) if us >= params["lease_us"]}
     final_claims: Counter[str] = Counter()
     for op in logs.done("claim"):
         if op.worker == 0 or not op.ok:
@@ -243,7 +243,7 @@ def check_crash(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, An
         now_s = offset(op.now)
         for c in op.value or []:
             cid = c["id"]
-            if op.round == last_probe:
+            if op.round in final_rounds:
                 final_claims[cid] += 1
             elif cid in held:
                 h.anomaly(

@@ -188,7 +188,7 @@ def _crash_survivor(ctx: WorkerContext) -> None:
     for r, micros in enumerate(probes):
         ctx.round = r
         now = at(p["t0"]) + timedelta(microseconds=micros)
-        last = r == len(probes) - 1
+        last = micros >= p["lease_us"]
         ctx.sync()
         for c in _claim(ctx, now, 5.0, 100_000):
             op = ctx.store.complete_command if last else ctx.store.release_command
@@ -211,7 +211,10 @@ def crash_recovery(h: Harness) -> None:
         ids = [f"{prefix}-cmd-{i}" for i in range(CRASH_COMMANDS)]
         params = {"t0": t0, "prefix": prefix, "busy": busy, "lease": CRASH_LEASE,
                   "commands": CRASH_COMMANDS,
-                  "probes_us": [0, lease_us // 2, lease_us - 1, lease_us]}
+                  "lease_us": lease_us,
+                  # Three probes at lease_until: a server may need a moment to drop the
+                  # killed holder's locks (SKIP LOCKED skips them meanwhile).
+                  "probes_us": [0, lease_us // 2, lease_us - 1, lease_us, lease_us, lease_us]}
         with h.store() as store:
             store.create(task(busy))
             for i, cid in enumerate(ids):
