@@ -20,9 +20,11 @@ No case sleeps for a lease: expiry is driven by the explicit ``now`` argument.
 
 from __future__ import annotations
 
+import base64
 import contextlib
-import multiprocessing
+import json
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -66,6 +68,7 @@ pytestmark = pytest.mark.postgres
 WRITERS = 8
 CONSUMERS = 8
 ROUNDS = 50
+COMMANDS_XP = 200
 WAIT = 60.0  # generous upper bound for "wait until the server shows X"; never a speed target
 
 
@@ -332,36 +335,65 @@ def test_eight_consumers_claim_each_command_exactly_once(postgres_dsn: str, sche
             store.close()
 
 
-def _claim_in_process(opener: Callable[[], pgstore.PostgresTaskStore]) -> list[str]:
-    """Worker for the spawned-process test: open an own store, claim until none is left."""
-    store = opener()
-    try:
-        got: list[str] = []
-        while batch := store.claim_commands(now=at(0), lease_seconds=300.0, limit=2):
-            for c in batch:
-                store.complete_command(c.command_id, now=at(1), outcome=f"pid-{os.getpid()}")
-                got.append(c.command_id)
-        return got
-    finally:
-        store.close()
+# Runs in a fresh interpreter, so it does not depend on how pytest imported this
+# module. The opener arrives pickled (base64) in argv; the worker opens its
+# store, says "ready", waits for "go" on stdin (a barrier across processes),
+# then claims and completes until nothing is left and prints the ids as JSON.
+_CLAIM_WORKER = """
+import base64, json, os, pickle, sys
+from chongming_conformance.samples import at
+store = pickle.loads(base64.b64decode(sys.argv[1]))()
+store.counts()
+print("ready", flush=True)
+sys.stdin.readline()
+got = []
+while batch := store.claim_commands(now=at(0), lease_seconds=300.0, limit=2):
+    for c in batch:
+        store.complete_command(c.command_id, now=at(1), outcome=f"pid-{os.getpid()}")
+        got.append(c.command_id)
+store.close()
+print(json.dumps(got))
+"""
 
 
 @checks("XP-CLAIM-EXCLUSIVE", "XP-SHARED-VISIBILITY")
-def test_spawned_processes_share_one_store_via_make_shared_store(postgres_dsn: str) -> None:
+def test_processes_share_one_store_via_make_shared_store(postgres_dsn: str) -> None:
     """The shared-store opener pickles, and 4 processes each claim+complete distinct commands."""
     factory = pgstore.make_shared_store()
     opener = next(factory)
     try:
         parent = opener()
         try:
-            for n in range(60):
+            for n in range(COMMANDS_XP):
                 parent.submit_command(command(f"cmd-{n:03d}", "task-1", created=n))
-            ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(4) as pool:
-                per_process = pool.map(_claim_in_process, [opener] * 4)
+            payload = base64.b64encode(pickle.dumps(opener)).decode()
+            workers = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _CLAIM_WORKER, payload],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(4)
+            ]
+            for worker in workers:
+                assert worker.stdout is not None
+                line = worker.stdout.readline()
+                assert line == "ready\n", (line, worker.stderr and worker.stderr.read())
+            for worker in workers:  # everyone is connected: release them together
+                assert worker.stdin is not None
+                worker.stdin.write("go\n")
+                worker.stdin.close()
+            per_process: list[list[str]] = []
+            for worker in workers:
+                assert worker.stdout is not None and worker.stderr is not None
+                out, err = worker.stdout.read(), worker.stderr.read()  # stderr stays small
+                assert worker.wait(timeout=WAIT) == 0, err
+                per_process.append(json.loads(out))
             claimed = Counter(cid for got in per_process for cid in got)
             assert all(n == 1 for n in claimed.values()), claimed.most_common(3)
-            assert sorted(claimed) == [f"cmd-{n:03d}" for n in range(60)]
+            assert sorted(claimed) == [f"cmd-{n:03d}" for n in range(COMMANDS_XP)]
             # Completed by the workers, seen by the parent: nothing left to claim, ever.
             assert parent.claim_commands(now=at(10_000), lease_seconds=1.0) == []
         finally:
