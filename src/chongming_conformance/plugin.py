@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import difflib
+import fnmatch
 import importlib
 import os
 import pickle
@@ -518,6 +519,7 @@ class ConformanceRun:
         self.doc: dict[str, Any] | None = None
         self.gate_failed: list[ClauseResult] = []
         self.reports_written: list[Path] = []
+        self.forced_top: Path | None = None
 
     # -- collection -------------------------------------------------------------------------
     def _arg_path(self, arg: str) -> Path:
@@ -553,6 +555,35 @@ class ConformanceRun:
             self.config.args[:] = files
         elif not covers:
             self.config.args.extend(files)
+        else:
+            # An argument (typically the project root) contains the suite: pytest would
+            # drop our file arguments as overlapping it, and then not recurse into the
+            # suite if it sits in an ignored directory (a `.venv` in the project root).
+            top = self._arg_path(covers[0])
+            chain = [d for d in reversed(SUITE_DIR.parents) if top in d.parents]
+            self.forced_top = next((d for d in [*chain, SUITE_DIR] if self._ignored(d)), None)
+
+    def _ignored(self, directory: Path) -> bool:
+        """Whether pytest's recursion skips ``directory`` (virtualenv or norecursedirs)."""
+        if not self.config.getoption("collect_in_virtualenv") and (
+            (directory / "pyvenv.cfg").is_file()
+            or (directory / "conda-meta" / "history").is_file()
+        ):
+            return True
+        patterns = self.config.getini("norecursedirs")
+        return any(fnmatch.fnmatch(directory.name, str(pat)) for pat in patterns)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Inside an otherwise ignored directory, collect the suite and nothing else."""
+        top = self.forced_top
+        if top is None or not _under(collection_path, top):
+            return None
+        if collection_path == SUITE_DIR or collection_path in SUITE_DIR.parents:
+            return False  # on the way down to the suite
+        if _under(collection_path, SUITE_DIR):
+            return None  # the suite's own files: pytest's usual rules
+        return True
 
     def _is_suite(self, item: pytest.Item) -> bool:
         return _under(Path(str(item.path)).resolve(), SUITE_DIR)

@@ -8,7 +8,7 @@ import pytest
 from plugin_helpers import clause, load_report, run, table_outcome
 
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
-from chongming_conformance.suite import suite_files
+from chongming_conformance.suite import SUITE_DIR, suite_files
 
 CONTRACT_TESTS = 68  # the contract's current size; a change here is a visible decision
 
@@ -127,3 +127,24 @@ def test_store_from_env_and_ini(pytester: pytest.Pytester, monkeypatch: pytest.M
     result = run(pytester, "-k", "protocol_methods")
     result.stdout.fnmatch_lines(["*from ini option chongming_store*"])
     assert result.ret == 0
+
+
+def test_suite_inside_an_ignored_directory_of_the_argument_is_still_collected(
+    pytester: pytest.Pytester,
+) -> None:
+    """E.g. `pytest` in a project whose `.venv` (ignored by pytest) holds the installed kit.
+
+    Simulated with the kit's own location: the argument contains the suite, and
+    norecursedirs hides the package directory on the way to it.
+    """
+    package_dir = SUITE_DIR.parent
+    result = run(
+        pytester, "--chongming-store=reference_stores.memory:make_store",
+        str(package_dir.parent), "-o", f"norecursedirs={package_dir.name}",
+        "--co", "-q",
+    )
+    assert result.ret == 0, result.stdout.str()
+    collected = [line for line in result.stdout.lines if "::TestStoreContract::" in line]
+    assert len(collected) >= CONTRACT_TESTS
+    # Only the suite came out of the ignored directory, nothing else in it.
+    assert all("/suite/test_" in line for line in result.stdout.lines if "::" in line)
