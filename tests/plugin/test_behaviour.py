@@ -296,3 +296,17 @@ def test_hanging_close_fails_the_teardown_and_the_run_goes_on(pytester: pytest.P
     assert "store call close() / the factory's teardown did not return within 0.5 s" in out
     # Both tests pass, both teardowns hang and error: the second test ran after the first hang.
     result.assert_outcomes(passed=2, errors=2)
+
+
+def test_explicit_node_id_reruns_one_test_and_is_partial(pytester: pytest.Pytester) -> None:
+    nodeid = (
+        "chongming_conformance/suite/test_contract.py::TestStoreContract::"
+        "test_create_then_get__returns_what_was_created"
+    )
+    result = run(pytester, "--chongming-store=reference_stores.memory:make_store", nodeid)
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "PARTIAL — NOT A CONFORMANCE CLAIM: suite narrowed to explicit paths or node ids" in out
+    assert table_outcome(out, "CREATE-THEN-GET") == "PASS"
+    assert table_outcome(out, "SAVE-CAS") == "NOT VERIFIED"
