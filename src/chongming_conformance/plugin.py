@@ -49,7 +49,7 @@ pytest.register_assert_rewrite(
 from . import __version__  # noqa: E402
 from .capabilities import CapabilityError, declared_capabilities  # noqa: E402
 from .clauses import CATALOGUE_VERSION, CLAUSES, Scope, clauses_of  # noqa: E402
-from .factory import enter_store, protocol_mismatches  # noqa: E402
+from .factory import StoreShapeError, enter_store  # noqa: E402
 from .report import (  # noqa: E402
     DEVIATION,
     FAIL,
@@ -76,6 +76,10 @@ ENV_STORE = "CHONGMING_STORE"
 ENV_SHARED = "CHONGMING_SHARED_STORE"
 SHARED_ATTR = "make_shared_store"
 _MESSAGE_LIMIT = 6000
+_SHAPE_HINT = (
+    "A store needs the 14 methods of chongming_conformance.TaskStore with the same parameter "
+    "names, defaults and keyword-only markers."
+)
 
 
 # =============================================================================================
@@ -272,18 +276,10 @@ def _open_check(factory: Callable[[], Any], spec: str, where: str, timeout: floa
             )
         except StoreCallTimeout as exc:
             raise pytest.UsageError(f"{where}={spec!r}: {exc}") from None
+        except StoreShapeError as exc:
+            # Any form: what the factory gave (returned, yielded, entered) is not a store.
+            raise pytest.UsageError(f"{where}={spec!r}: {exc}. {_SHAPE_HINT}") from None
         except BaseException as exc:
-            problems = protocol_mismatches(produced)
-            if problems and not isinstance(produced, Generator) and not hasattr(
-                produced, "__enter__"
-            ):
-                kind = f"{type(produced).__module__}.{type(produced).__qualname__}"
-                raise pytest.UsageError(
-                    f"{where}={spec!r}: {label} returned {kind}, which is not a TaskStore: "
-                    + "; ".join(problems)
-                    + ". A store needs the 14 methods of chongming_conformance.TaskStore with "
-                    "the same parameter names, defaults and keyword-only markers."
-                ) from None
             raise pytest.UsageError(
                 f"{where}={spec!r}: opening a store with {label} failed with "
                 f"{type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"

@@ -45,6 +45,10 @@ def stores(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(mystores=STORES)
     pytester.makepyfile(badimport="import json\nraise ImportError('needs libfoo 2.0')\n")
     pytester.makepyfile(
+        genbroken="class Half:\n    def get(self, task_id):\n        return None\n\n"
+        "def make_store():\n    yield Half()\n"
+    )
+    pytester.makepyfile(
         capmod="from reference_stores.memory import make_store\n"
         "CHONGMING_CAPABILITIES = {'unsupported': {'cross_proces': 'one file'}}\n"
     )
@@ -80,8 +84,13 @@ CASES = {
     ),
     "not-a-taskstore": (
         ["--chongming-store=mystores:make_broken"],
-        ["returned mystores.Broken, which is not a TaskStore",
+        ["mystores:make_broken() gave mystores.Broken, which is not a TaskStore",
          "missing method history()", "save() lacks keyword-only 'expect_version'"],
+    ),
+    "generator-yields-a-non-store": (
+        ["--chongming-store=genbroken:make_store"],
+        ["genbroken:make_store() gave genbroken.Half, which is not a TaskStore",
+         "missing method create()", "missing method close()"],
     ),
     "factory-hangs": (
         ["--chongming-store=mystores:make_sleepy", "--chongming-timeout=0.5"],
