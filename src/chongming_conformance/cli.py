@@ -114,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
         spec = args.pop(1)
     ns, extra = parser.parse_known_args(args)
+    if "--" in extra:
+        # `check ... -- -x`: the separator is ours; pytest gets what follows it.
+        extra.remove("--")
     if spec is not None:
         ns.spec = spec
     if ns.command == "clauses":

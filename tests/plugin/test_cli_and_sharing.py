@@ -54,8 +54,8 @@ def test_check_defaults_to_sqlite_and_runs_only_the_suite(tmp_path: Path) -> Non
 
 def test_check_passes_pytest_args_and_gate(tmp_path: Path) -> None:
     done = cli(
-        "check", "reference_stores.memory:make_store", "-k", "prune", "--gate", "must",
-        "-p", "no:cacheprovider", cwd=tmp_path,
+        "check", "reference_stores.memory:make_store", "--gate", "must",
+        "--", "-k", "prune", "-p", "no:cacheprovider", cwd=tmp_path,
     )
     assert done.returncode == 1  # partial: a narrowed run never passes a gate
     assert "deselected by -k" in done.stdout
