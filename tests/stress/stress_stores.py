@@ -217,6 +217,32 @@ class TouchBumpsVersion(SqliteTaskStore):
                          "WHERE task_id = ?", (task_id,))
 
 
+class StaleRowTouch(SqliteTaskStore):
+    """touch() reads the whole row, changes the named fields, writes the whole row back.
+
+    Right through one connection; across processes the write-back carries the
+    version read before a concurrent save, undoing it.
+    """
+
+    def touch(self, task_id: str, *, progress: Progress | None = None,
+              heartbeat_at: datetime | None = None, lease_owner: str | None = None,
+              lease_until: datetime | None = None) -> None:
+        current = self.get(task_id)
+        if current is None:
+            return
+        changes: dict[str, Any] = {}
+        for name, value in (("progress", progress), ("heartbeat_at", heartbeat_at),
+                            ("lease_owner", lease_owner), ("lease_until", lease_until)):
+            if value is not None:
+                changes[name] = value
+        if not changes:
+            return
+        row = snapshot_to_row(current.evolve(**changes))
+        sets = ", ".join(f"{c} = :{c}" for c in SNAPSHOT_COLUMNS if c != "task_id")
+        with self._connection("touch") as conn:
+            conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id", row)
+
+
 class HangingSave(SqliteTaskStore):
     """save() never returns (a deadlocked backend); for the harness's bound, not a clause."""
 

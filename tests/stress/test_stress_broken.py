@@ -19,6 +19,7 @@ from stress_stores import (
     LeaseWritingSave,
     NoLeaseClaim,
     ReleaseKeepsLease,
+    StaleRowTouch,
     TouchBumpsVersion,
     UnlockedClaim,
     shared,
@@ -48,6 +49,7 @@ CASES = [
     (CachingReads, "shared_visibility", {"stale-read"}, set()),
     (ReleaseKeepsLease, "release_starvation", {"starved"},
      {"test_release_not_complete__claimable_at_once"}),
+    (StaleRowTouch, "touch_save", {"touch-conflict", "version-moved"}, set()),
     (TouchBumpsVersion, "touch_save", {"touch-conflict", "version-moved"},
      {"test_touch_no_version__version_unchanged_and_save_still_matches"}),
 ]

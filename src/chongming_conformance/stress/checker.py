@@ -304,6 +304,22 @@ def check_touch_save(h: Harness, logs: Logs, task_id: str, sentinel_owner: str,
             )
         elif not op.ok:
             report_errors(h, [op])
+    # The saver is the only writer of the version: its read right after a successful
+    # save must show exactly that version.
+    last_saved: int | None = None
+    for op in logs.ops.get(0, []):
+        if op.op == "save" and not op.pending:
+            last_saved = int(op.detail["new"]) if op.ok else None
+        elif op.op == "get" and op.ok and op.value is not None and last_saved is not None:
+            if op.value["v"] != last_saved:
+                h.anomaly(
+                    "version-moved",
+                    f"worker 0 saved task {task_id!r} at version {last_saved} in round "
+                    f"{op.round}, and its next read shows version {op.value['v']}: a "
+                    "concurrent touch changed (or rewrote) status_version",
+                    task=task_id, round=op.round, saved=last_saved, read=op.value["v"],
+                )
+            last_saved = None
     clobber_seen = 0
     sentinel_iso = encode_dt(sentinel_until)
     for op in logs.done("get"):
