@@ -31,7 +31,7 @@ from chongming_conformance.stress import (
 )
 from chongming_conformance.stress.checker import check_claim_race
 from chongming_conformance.stress.harness import Harness
-from chongming_conformance.stress.log import Logs, Op
+from chongming_conformance.stress.log import Logs, Op, OpLog, read_logs
 from chongming_conformance.stress.worker import at
 
 TIGHT = StressProfile("tight", processes=2, rounds=2, deadline=6.0, crash_cycles=1)
@@ -139,3 +139,19 @@ def test_checker_flags_two_claims_in_one_round_and_a_double_complete(tmp_path: P
 def test_checker_flags_a_command_nobody_completed(tmp_path: Path) -> None:
     ops = {0: [_claim(0, 1, 0, "c"), _end(0, 2, 0, "c", "release")]}
     assert _check(tmp_path, ops) == {"lost"}
+
+
+def test_log_lines_pair_up_and_a_torn_last_line_leaves_the_call_pending(tmp_path: Path) -> None:
+    path = tmp_path / "w0.jsonl"
+    log = OpLog(path, 0, "saver")
+    done = log.invoke("save", {"task": "t"}, round_=0, now=None)
+    log.result(done, ok=True, value=None)
+    log.invoke("claim", {"limit": 1}, round_=1, now=at(1.0).isoformat())
+    log.close()
+    with path.open("a", encoding="utf-8") as f:
+        f.write('{"ev": "ret", "w": 0, "seq": 2, "ok": tr')  # cut off by SIGKILL
+    logs = read_logs({0: path})
+    first, second = logs.ops[0]
+    assert first.ok and not first.pending
+    assert second.pending and logs.last_pending(0) is second
+    assert logs.count() == 1
