@@ -63,6 +63,16 @@ from chongming_conformance.model import (
 
 __all__ = ["JsonFileTaskStore", "make_shared_store", "make_store"]
 
+#: Read by the kit's pytest plugin. Declaring ``cross_process`` unsupported makes
+#: every cross-process clause UNSUPPORTED (never PASS) instead of running the
+#: stress harness on a store that is known to fail it; tests/stress pins that
+#: failure through ``make_shared_store`` directly.
+CHONGMING_CAPABILITIES = {
+    "unsupported": {
+        "cross_process": "one JSON file without a lock: correct in one process only (guide §7)"
+    }
+}
+
 FORMAT = 1
 Row = dict[str, Any]
 
