@@ -31,6 +31,7 @@ import textwrap
 import time
 import traceback
 from collections.abc import Callable, Generator, Iterable
+from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -131,6 +132,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         default=None,
         help="Hypothesis profile for the property checks (quick, ci, thorough).",
+    )
+    group.addoption(
+        "--chongming-stress",
+        metavar="PROFILE",
+        choices=("quick", "ci", "thorough"),
+        default=None,
+        help="Stress-harness profile for the cross-process clauses (quick, ci, thorough; "
+        "default ci). Only used when a shared store is configured.",
+    )
+    group.addoption(
+        "--chongming-stress-processes",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Override the stress profile's number of racing worker processes (>= 2).",
+    )
+    group.addoption(
+        "--chongming-stress-rounds",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Override the stress profile's rounds per scenario (>= 1).",
+    )
+    group.addoption(
+        "--chongming-stress-deadline",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Override the wall-clock bound of one stress scenario; stuck workers are "
+        "terminated and the scenario fails.",
     )
     group.addoption(
         "--chongming-suite-only",
@@ -370,6 +401,29 @@ def _load_profile(name: str | None) -> None:
         ) from None
 
 
+def _stress_profile(config: pytest.Config) -> Any:
+    """The StressProfile from --chongming-stress and its overrides (usage error if invalid)."""
+    from dataclasses import replace
+
+    from .stress.profile import get_profile
+
+    name = config.getoption("chongming_stress")
+    overrides = {
+        field: value
+        for field, value in (
+            ("processes", config.getoption("chongming_stress_processes")),
+            ("rounds", config.getoption("chongming_stress_rounds")),
+            ("deadline", config.getoption("chongming_stress_deadline")),
+        )
+        if value is not None
+    }
+    try:
+        profile = get_profile(name)
+        return replace(profile, name=f"{profile.name}*", **overrides) if overrides else profile
+    except ValueError as exc:
+        raise pytest.UsageError(f"--chongming-stress: {exc}.") from None
+
+
 def _under(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
@@ -415,6 +469,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     profile = config.getoption("chongming_profile")
     _load_profile(profile)
+    stress_profile = _stress_profile(config)
 
     _config.install(
         _config.KitConfig(
@@ -427,6 +482,7 @@ def pytest_configure(config: pytest.Config) -> None:
             timeout=timeout,
             capabilities=caps,
             profile=profile,
+            stress_profile=stress_profile,
         )
     )
     run = ConformanceRun(config, described)
@@ -661,6 +717,12 @@ class ConformanceRun:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         kit = self.kit
         shared = f"{kit.shared_spec} ({kit.shared_source})" if kit.shared_spec else "none"
+        if kit.shared_spec and kit.stress_profile is not None:
+            p = kit.stress_profile
+            shared += (
+                f", stress profile {p.name}: {p.processes} processes, {p.rounds} rounds, "
+                f"{p.deadline:g} s bound"
+            )
         lines = [
             f"chongming-conformance {__version__} (catalogue {CATALOGUE_VERSION}): store "
             f"{kit.store_spec} from {kit.store_source} -> {self.store_type}",
@@ -818,6 +880,10 @@ class ConformanceRun:
                 "timeout_s": kit.timeout,
                 "timeout_mechanism": mechanism(),
                 "profile": kit.profile,
+                "stress_profile": (
+                    None if kit.stress_profile is None or kit.shared_factory is None
+                    else asdict(kit.stress_profile)
+                ),
                 "hypothesis_seed": None if seed is None else str(seed),
                 "gate": gate,
                 "gate_passed": gate_passed,

@@ -25,6 +25,7 @@ __all__ = [
     "open_timed",
     "shared_store_factory",
     "store_factory",
+    "stress_profile",
     "teardown_timed",
     "timed",
     "timeout",
@@ -45,6 +46,8 @@ class KitConfig:
     timeout: float = DEFAULT_TIMEOUT
     capabilities: Capabilities = field(default_factory=Capabilities)
     profile: str | None = None
+    #: A ``chongming_conformance.stress.StressProfile`` (None: the harness default).
+    stress_profile: Any = None
 
 
 _current: KitConfig | None = None
@@ -83,6 +86,11 @@ def shared_store_factory() -> Callable[[], Any] | None:
     notes in docs/plugin.md.
     """
     return current().shared_factory
+
+
+def stress_profile() -> Any:
+    """The stress profile chosen with ``--chongming-stress`` and its overrides (or None)."""
+    return current().stress_profile
 
 
 def timeout() -> float:

@@ -1,0 +1,29 @@
+"""The cross-process clauses, run by the stress harness on the configured shared store.
+
+Runs only when a shared store is configured (``--chongming-shared-store`` or a
+``make_shared_store`` next to the store factory); otherwise the plugin skips
+these tests and reports their clauses NOT VERIFIED, never PASS. Each scenario
+has its own deadline inside the harness, so a deadlocked store fails its
+scenario with the stuck worker named instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chongming_conformance.stress import StressContract, StressProfile, get_profile
+from chongming_conformance.suite import _config
+
+
+class TestStoreStress(StressContract):
+    """StressContract on the configured shared store and ``--chongming-stress`` profile."""
+
+    def setup_method(self, method: object = None) -> None:
+        super().setup_method(method)
+        self.stress_profile: StressProfile | str = get_profile(_config.stress_profile())
+
+    def make_shared_store(self) -> Any:
+        shared = _config.shared_store_factory()
+        if shared is None:  # the plugin skips these tests first; this is a guard only
+            raise RuntimeError("no shared store is configured for the stress harness")
+        return shared()
