@@ -1,0 +1,103 @@
+"""The stress harness runs inside the plugin's suite and reports under the XP clauses.
+
+Dogfood, in a subprocess as a third party would run it: the SQLite reference
+store proves every cross-process clause; a store whose ``save`` reads then
+writes (correct on one connection, so the contract passes it) is caught by the
+harness and reported FAIL under XP-SAVE-ATOMIC only.
+"""
+
+from __future__ import annotations
+
+import pytest
+from plugin_helpers import clause, load_report, run, table_outcome
+
+from chongming_conformance.clauses import CLAUSES, Scope
+
+XP = sorted(c.id for c in CLAUSES.values() if c.scope is Scope.CROSS_PROCESS)
+
+CHECK_THEN_WRITE = '''
+"""A SQLite store whose save() checks, then writes in a second statement."""
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+from chongming_conformance import ConcurrencyConflict
+from chongming_conformance.codec import SAVE_COLUMNS, snapshot_to_row
+from reference_stores.sqlite import SqliteTaskStore
+
+
+class CheckThenWriteSave(SqliteTaskStore):
+    def save(self, snapshot, *, expect_version):
+        with self._connection("save") as conn:
+            found = conn.execute(
+                "SELECT status_version FROM tasks WHERE task_id = ?", (snapshot.task_id,)
+            ).fetchone()
+        actual = None if found is None else int(found["status_version"])
+        if actual != expect_version:
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
+        row = snapshot_to_row(snapshot)
+        sets = ", ".join(f"{c} = :{c}" for c in SAVE_COLUMNS if c != "task_id")
+        with self._connection("save") as conn:
+            conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id", row)
+
+
+def make_store():
+    directory = tempfile.mkdtemp()
+    store = CheckThenWriteSave(str(Path(directory) / "t.db"))
+    yield store
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def make_shared_store():
+    directory = tempfile.mkdtemp()
+    path = str(Path(directory) / "t.db")
+    CheckThenWriteSave(path).close()
+    yield functools.partial(CheckThenWriteSave, path)
+    shutil.rmtree(directory, ignore_errors=True)
+'''
+
+
+def test_sqlite_proves_every_cross_process_clause(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        "--chongming-store=reference_stores.sqlite:make_store",
+        "--chongming-stress=quick",
+        "--chongming-stress-rounds=5",
+        "--chongming-report=r.json",
+    )
+    assert result.ret == 0, result.stdout.str()
+    doc = load_report(pytester.path / "r.json")
+    for cid in XP:
+        assert clause(doc, cid)["outcome"] == "PASS", clause(doc, cid)
+        assert table_outcome(result.stdout.str(), cid) == "PASS"
+    assert doc["run"]["stress_profile"]["rounds"] == 5
+    assert doc["run"]["stress_profile"]["name"] == "quick*"
+    result.stdout.fnmatch_lines(["*stress profile quick*: 3 processes, 5 rounds*"])
+
+
+def test_racy_save_is_caught_by_the_harness_only(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(brokenshared=CHECK_THEN_WRITE)
+    result = run(
+        pytester,
+        "--chongming-store=brokenshared:make_store",
+        "--chongming-stress=quick",
+        "--chongming-report=r.json",
+    )
+    assert result.ret == 1, result.stdout.str()
+    doc = load_report(pytester.path / "r.json")
+    assert clause(doc, "XP-SAVE-ATOMIC")["outcome"] == "FAIL"
+    failed = {c["id"] for c in doc["clauses"] if c["outcome"] == "FAIL"}
+    assert failed <= {"XP-SAVE-ATOMIC", "XP-TOUCH-SAVE"}, failed
+    contract_scope = [c["id"] for c in doc["clauses"] if c["scope"] == "contract"]
+    assert all(clause(doc, cid)["outcome"] == "PASS" for cid in contract_scope)
+
+
+def test_bad_stress_override_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = run(
+        pytester,
+        "--chongming-store=reference_stores.sqlite:make_store",
+        "--chongming-stress-processes=1",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--chongming-stress*at least 2 processes*"])
