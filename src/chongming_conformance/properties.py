@@ -52,13 +52,27 @@ from .codec import (
 )
 from .errors import ConcurrencyConflict
 from .factory import enter_store
-from .model import Command, TaskSnapshot, TaskStatus, Transition
+from .model import Command, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .profiles import active_settings
 from .protocol import TaskStore
 
 __all__ = ["CodecProperties", "StoreProperties"]
 
 _ANY_SNAPSHOT = cst.snapshots(full=True) | cst.snapshots()
+# (transition, task index, version): small versions collide, so replays happen.
+_APPENDS = st.lists(
+    st.tuples(
+        cst.transitions() | cst.transitions(full=True),
+        st.integers(0, 2),
+        st.integers(0, 6) | cst.versions(),
+    ),
+    max_size=12,
+)
+_POSITIVE_LEASES = cst.lease_seconds().filter(lambda s: s > 0)
+_MAYBE_PROGRESS = st.none() | cst.progresses()
+_MAYBE_TIME = st.none() | cst.aware_datetimes()
+_MAYBE_TEXT = st.none() | cst.texts()
+_QUERY_LISTS = st.lists(cst.queries(), min_size=1, max_size=6)
 
 
 def _run(
@@ -179,17 +193,10 @@ class StoreProperties:
         """Appends in any order, replayed, over several tasks: history() equals the model."""
 
         def prop(ids: list[str], data: st.DataObject) -> None:
-            rows = data.draw(
-                st.lists(
-                    cst.transitions(
-                        full=data.draw(st.booleans()),
-                        task_id=st.sampled_from(ids),
-                        version=st.integers(0, 6) | cst.versions(),
-                    ),
-                    max_size=12,
-                ),
-                label="appends",
-            )
+            rows = [
+                replace(row, task_id=ids[i % len(ids)], version=version)
+                for row, i, version in data.draw(_APPENDS, label="appends")
+            ]
             # Replays: the same rows again (crash recovery), in another order.
             replays = data.draw(st.permutations(rows), label="replays")
             model = Model()
@@ -226,23 +233,14 @@ class StoreProperties:
     def test_claim_matches_model(self) -> None:
         """Submitted commands come back intact from claims, oldest first, limit obeyed."""
 
-        def prop(created: st.SearchStrategy[datetime], data: st.DataObject) -> None:
-            commands = data.draw(
-                st.lists(
-                    cst.commands(created_at=created) | cst.commands(full=True, created_at=created),
-                    max_size=8,
-                    unique_by=lambda c: c.command_id,
-                ),
-                label="commands",
-            )
-            now = data.draw(cst.aware_datetimes(), label="now")
+        def prop(commands: list[Command], now: datetime, data: st.DataObject) -> None:
             model = Model()
             with self.fresh_store() as store:
                 for command in commands:
                     store.submit_command(command)
                     model.submit(command)
                 for _ in range(data.draw(st.integers(1, 3), label="claims")):
-                    lease = data.draw(cst.lease_seconds().filter(lambda s: s > 0), label="lease")
+                    lease = data.draw(_POSITIVE_LEASES, label="lease")
                     limit = data.draw(cst.limits(), label="limit")
                     claimed = list(
                         store.claim_commands(now=now, lease_seconds=lease, limit=limit)
@@ -253,7 +251,9 @@ class StoreProperties:
                     )
                     model.adopt_claim(claimed)
 
-        self.run_property(prop, created=cst.tie_prone_datetimes(), data=st.data())
+        self.run_property(
+            prop, commands=cst.command_lists(), now=cst.aware_datetimes(), data=st.data()
+        )
 
     # -- optimistic concurrency ---------------------------------------------------------
     @checks(
@@ -319,21 +319,18 @@ class StoreProperties:
                         held = model.version_of(task_id)
                         assert held is not None
                         gap = data.draw(st.sampled_from((0, 1, 2, 1000)), label="gap")
-                        new = data.draw(
-                            cst.snapshots(
-                                full=data.draw(st.booleans()),
-                                task_id=st.just(task_id),
-                                status_version=st.just(min(held + gap, cst.INT64_MAX)),
-                            ),
-                            label="save",
+                        new = replace(
+                            data.draw(_ANY_SNAPSHOT, label="save"),
+                            task_id=task_id,
+                            status_version=min(held + gap, cst.INT64_MAX),
                         )
                         store.save(new, expect_version=held)
                         model.save(new, held)
                     else:
-                        progress = data.draw(st.none() | cst.progresses(), label="progress")
-                        beat = data.draw(st.none() | cst.aware_datetimes(), label="heartbeat_at")
-                        owner = data.draw(st.none() | cst.texts(), label="lease_owner")
-                        until = data.draw(st.none() | cst.aware_datetimes(), label="lease_until")
+                        progress = data.draw(_MAYBE_PROGRESS, label="progress")
+                        beat = data.draw(_MAYBE_TIME, label="heartbeat_at")
+                        owner = data.draw(_MAYBE_TEXT, label="lease_owner")
+                        until = data.draw(_MAYBE_TIME, label="lease_until")
                         target = task_id if kind == "touch" else task_id + "-missing"
                         store.touch(
                             target,
@@ -375,22 +372,16 @@ class StoreProperties:
     def test_query_matches_model(self) -> None:
         """Random tasks, random TaskQuery: the result is a valid answer of the model."""
 
-        def prop(tasks: list[TaskSnapshot], data: st.DataObject) -> None:
-            pools = cst.queries(
-                names_pool=sorted({t.name for t in tasks}),
-                tags_pool=sorted({tag for t in tasks for tag in t.tags}),
-                buckets_pool=sorted({t.bucket for t in tasks if t.bucket is not None}),
-                pipelines_pool=sorted({t.pipeline_run_id for t in tasks if t.pipeline_run_id}),
-            )
+        def prop(tasks: list[TaskSnapshot], queries: list[TaskQuery]) -> None:
             with self.fresh_store() as store:
                 for task in tasks:
                     store.create(task)
                 check_query(store.query(), tasks, None)
                 check_query(store.query(None), tasks, None)
-                for q in data.draw(st.lists(pools, min_size=1, max_size=6), label="queries"):
+                for q in queries:
                     check_query(store.query(q), tasks, q)
 
-        self.run_property(prop, tasks=cst.snapshot_lists(), data=st.data())
+        self.run_property(prop, tasks=cst.snapshot_lists(), queries=_QUERY_LISTS)
 
     @checks("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
     def test_counts_match_model(self) -> None:

@@ -38,7 +38,9 @@ generating it would report bugs that are not bugs:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
@@ -57,23 +59,28 @@ from .model import (
 )
 
 __all__ = [
+    "BUCKET_POOL",
     "FIXED_OFFSETS",
     "INT64_MAX",
     "INTEGER_BOUNDARIES",
     "NAME_POOL",
+    "PIPELINE_POOL",
     "SPECIAL_CHARACTERS",
     "TAG_POOL",
     "aware_datetimes",
     "buckets",
     "command_ids",
+    "command_lists",
     "commands",
     "counts_and_totals",
     "failures",
     "identifiers",
+    "instant_pools",
     "lease_seconds",
     "limits",
     "names",
     "offsets",
+    "pick_times",
     "progresses",
     "queries",
     "snapshot_lists",
@@ -83,7 +90,6 @@ __all__ = [
     "tags",
     "task_ids",
     "texts",
-    "tie_prone_datetimes",
     "transitions",
     "version_paths",
     "versions",
@@ -133,6 +139,11 @@ NAME_POOL: tuple[str, ...] = (
     "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
 )
 
+#: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
+BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
+#: Pipeline run ids drawn often (wildcards and a case variant included).
+PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
+
 _LIKE_HEAVY = st.sampled_from(SPECIAL_CHARACTERS)
 _ANY_CHAR = st.characters(
     codec="utf-8",  # excludes the surrogates: not encodable as UTF-8
@@ -141,6 +152,7 @@ _ANY_CHAR = st.characters(
 _ALPHABET = st.one_of(_LIKE_HEAVY, _ANY_CHAR)
 
 
+@functools.lru_cache(maxsize=512)
 def texts(*, min_size: int = 0, max_size: int = 12) -> SearchStrategy[str]:
     """Adversarial strings inside the text domain (module docstring): no NUL, no surrogate.
 
@@ -150,36 +162,43 @@ def texts(*, min_size: int = 0, max_size: int = 12) -> SearchStrategy[str]:
     return st.text(_ALPHABET, min_size=min_size, max_size=max_size)
 
 
+@functools.lru_cache(maxsize=512)
 def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
     """Non-empty adversarial strings for primary keys (task, command and run ids)."""
     return texts(min_size=1, max_size=max_size)
 
 
+@functools.lru_cache(maxsize=512)
 def task_ids() -> SearchStrategy[str]:
     """Task ids: non-empty adversarial text."""
     return identifiers()
 
 
+@functools.lru_cache(maxsize=512)
 def command_ids() -> SearchStrategy[str]:
     """Command ids: non-empty adversarial text."""
     return identifiers()
 
 
+@functools.lru_cache(maxsize=512)
 def names() -> SearchStrategy[str]:
     """Task names: mostly from :data:`NAME_POOL` (LIKE/case/prefix collisions), else any text."""
     return st.one_of(st.sampled_from(NAME_POOL), texts())
 
 
+@functools.lru_cache(maxsize=512)
 def tags() -> SearchStrategy[str]:
     """One tag: mostly from :data:`TAG_POOL` (io/ios/bio/``io,``...), else any text."""
     return st.one_of(st.sampled_from(TAG_POOL), texts(max_size=6))
 
 
+@functools.lru_cache(maxsize=512)
 def tag_sets(*, min_size: int = 0, max_size: int = 4) -> SearchStrategy[frozenset[str]]:
     """Frozensets of :func:`tags`, so prefix/suffix/substring collisions share a task or not."""
     return st.frozensets(tags(), min_size=min_size, max_size=max_size)
 
 
+@functools.lru_cache(maxsize=512)
 def offsets() -> SearchStrategy[tzinfo]:
     """Fixed UTC offsets: :data:`FIXED_OFFSETS` often, otherwise any whole minute in -12h..+14h."""
     any_minute = st.integers(min_value=-12 * 60, max_value=14 * 60).map(
@@ -188,6 +207,7 @@ def offsets() -> SearchStrategy[tzinfo]:
     return st.one_of(st.sampled_from(FIXED_OFFSETS), any_minute)
 
 
+@functools.lru_cache(maxsize=512)
 def aware_datetimes(
     *,
     min_year: int = 1970,
@@ -210,6 +230,7 @@ def aware_datetimes(
     )
 
 
+@functools.lru_cache(maxsize=512)
 def _bounded_ints(max_value: int) -> SearchStrategy[int]:
     edges = [b for b in INTEGER_BOUNDARIES if b <= max_value]
     return st.one_of(
@@ -219,21 +240,25 @@ def _bounded_ints(max_value: int) -> SearchStrategy[int]:
     )
 
 
+@functools.lru_cache(maxsize=512)
 def versions(*, max_value: int = INT64_MAX) -> SearchStrategy[int]:
     """``status_version`` / transition versions: 0..``max_value``, boundaries often."""
     return _bounded_ints(max_value)
 
 
+@functools.lru_cache(maxsize=512)
 def buckets() -> SearchStrategy[int]:
     """Bucket numbers: 0..INT64_MAX, boundaries and small numbers often."""
     return _bounded_ints(INT64_MAX)
 
 
+@functools.lru_cache(maxsize=512)
 def counts_and_totals() -> SearchStrategy[int]:
     """``Progress.done`` / ``Progress.total`` values: 0..INT64_MAX, boundaries often."""
     return _bounded_ints(INT64_MAX)
 
 
+@functools.lru_cache(maxsize=512)
 def limits() -> SearchStrategy[int]:
     """Query / claim limits: 0 (returns nothing), 1, small, and large (INT32/INT64 max)."""
     return st.one_of(
@@ -241,6 +266,7 @@ def limits() -> SearchStrategy[int]:
     )
 
 
+@functools.lru_cache(maxsize=512)
 def lease_seconds() -> SearchStrategy[float]:
     """Lease durations that are exact to the microsecond: 0, whole seconds, binary fractions."""
     return st.one_of(
@@ -249,11 +275,13 @@ def lease_seconds() -> SearchStrategy[float]:
     )
 
 
+@functools.lru_cache(maxsize=512)
 def statuses() -> SearchStrategy[TaskStatus]:
     """Any TaskStatus."""
     return st.sampled_from(TaskStatus)
 
 
+@functools.lru_cache(maxsize=512)
 def version_paths(
     *, min_size: int = 2, max_size: int = 6, max_value: int = INT64_MAX
 ) -> SearchStrategy[list[int]]:
@@ -279,6 +307,7 @@ def version_paths(
     return build()
 
 
+@functools.lru_cache(maxsize=512)
 def progresses(*, full: bool = False) -> SearchStrategy[Progress]:
     """Progress values; ``full=True`` sets ``total`` and ``message`` too."""
     optional_total = counts_and_totals() if full else st.none() | counts_and_totals()
@@ -286,6 +315,7 @@ def progresses(*, full: bool = False) -> SearchStrategy[Progress]:
     return st.builds(Progress, counts_and_totals(), optional_total, optional_message)
 
 
+@functools.lru_cache(maxsize=512)
 def failures(*, full: bool = False) -> SearchStrategy[Failure]:
     """Failure values; ``full=True`` sets ``detail`` too (e.g. a multi-line traceback)."""
     detail = texts(max_size=40) if full else st.none() | texts(max_size=40)
@@ -296,6 +326,7 @@ def _maybe(strategy: SearchStrategy[Any], full: bool) -> SearchStrategy[Any]:
     return strategy if full else st.none() | strategy
 
 
+@functools.lru_cache(maxsize=512)
 def snapshots(
     *,
     full: bool = False,
@@ -337,6 +368,7 @@ def snapshots(
     )
 
 
+@functools.lru_cache(maxsize=512)
 def transitions(
     *,
     full: bool = False,
@@ -355,6 +387,7 @@ def transitions(
     )
 
 
+@functools.lru_cache(maxsize=512)
 def commands(
     *,
     full: bool = False,
@@ -378,11 +411,9 @@ def commands(
     )
 
 
-def _filter_values(pool: Sequence[Any], fallback: SearchStrategy[Any]) -> SearchStrategy[Any]:
-    """None (no filter) or a value: from ``pool`` (it hits data) or ``fallback`` (it may not)."""
-    if pool:
-        return st.none() | st.sampled_from(list(pool)) | fallback
-    return st.none() | fallback
+def _pick(pool: Sequence[Any], fallback: SearchStrategy[Any]) -> SearchStrategy[Any]:
+    """A filter value: from ``pool`` (it hits data) or ``fallback`` (it may not)."""
+    return st.sampled_from(list(pool)) | fallback if pool else fallback
 
 
 def _prefixes(values: Sequence[str]) -> list[str]:
@@ -391,74 +422,149 @@ def _prefixes(values: Sequence[str]) -> list[str]:
 
 def queries(
     *,
-    names_pool: Sequence[str] = (),
-    tags_pool: Sequence[str] = (),
-    buckets_pool: Sequence[int] = (),
-    pipelines_pool: Sequence[str] = (),
+    names_pool: Sequence[str] = NAME_POOL,
+    tags_pool: Sequence[str] = TAG_POOL,
+    buckets_pool: Sequence[int] = BUCKET_POOL,
+    pipelines_pool: Sequence[str] = PIPELINE_POOL,
 ) -> SearchStrategy[TaskQuery]:
     """TaskQuery values: every filter None or set, empty collections included.
 
-    The pools aim filters at existing data (pass the names, tags, buckets and
-    pipeline ids you stored) so they select something; every prefix of every
-    pooled name is a ``name_prefix`` candidate, which is how unescaped ``%``
-    and ``_`` get caught.
+    The pools aim filters at the data (the defaults are the pools that
+    :func:`snapshot_lists` draws from) so they select something; every prefix
+    of every pooled name is a ``name_prefix`` candidate, which is how unescaped
+    ``%`` and ``_`` get caught. Keep the pools fixed per test rather than
+    derived from drawn data: the shrinker then stays fast.
     """
-    return st.builds(
-        TaskQuery,
-        statuses=st.none() | st.frozensets(statuses()),
-        name=_filter_values(names_pool, names()),
-        name_prefix=_filter_values(_prefixes(names_pool), names()),
-        tag=_filter_values(tags_pool, tags()),
-        buckets=st.none()
-        | st.frozensets(
+    return _queries(tuple(names_pool), tuple(tags_pool), tuple(buckets_pool), tuple(pipelines_pool))
+
+
+@functools.lru_cache(maxsize=64)
+def _queries(
+    names_pool: tuple[str, ...],
+    tags_pool: tuple[str, ...],
+    buckets_pool: tuple[int, ...],
+    pipelines_pool: tuple[str, ...],
+) -> SearchStrategy[TaskQuery]:
+    values: dict[str, SearchStrategy[Any]] = {
+        "statuses": st.frozensets(statuses()),
+        "name": _pick(names_pool, names()),
+        "name_prefix": _pick(_prefixes(names_pool), names()),
+        "tag": _pick(tags_pool, tags()),
+        "buckets": st.frozensets(
             st.sampled_from(list(buckets_pool)) | buckets() if buckets_pool else buckets(),
             max_size=3,
         ),
-        pipeline_run_id=_filter_values(pipelines_pool, identifiers()),
-        limit=st.none() | limits(),
-        newest_first=st.booleans(),
+        "pipeline_run_id": _pick(pipelines_pool, identifiers()),
+    }
+    order = {"limit": st.none() | limits(), "newest_first": st.booleans()}
+    # One filter alone is how a wrong filter shows (AND with others hides it);
+    # any combination is how a wrong combination shows.
+    single = st.one_of(
+        [st.builds(TaskQuery, **{name: value}, **order) for name, value in values.items()]
     )
+    combined = st.builds(
+        TaskQuery, **{name: st.none() | value for name, value in values.items()}, **order
+    )
+    return single | combined
 
 
-def tie_prone_datetimes(*, instants: int = 4) -> SearchStrategy[SearchStrategy[datetime]]:
-    """A strategy *of* datetime strategies: a few instants shared between values.
 
-    Draw it once per test case, then draw from the result for every record:
-    equal instants (ties), 1 µs apart and expressed in different offsets are
-    then common, which is where ordering bugs live.
+@functools.lru_cache(maxsize=512)
+def instant_pools(*, max_size: int = 4) -> SearchStrategy[list[datetime]]:
+    """Sorted lists of a few UTC instants: equal, 1 µs, 2 µs, 1 s or 1 h apart.
+
+    Draw one pool per test case and take every ``created_at`` from it (in a
+    random offset, see :func:`pick_times`): ties, near-ties and the same
+    instant written in different offsets then become common, which is where
+    ordering bugs live.
     """
-    def spread(base: datetime, deltas: list[int]) -> SearchStrategy[datetime]:
-        points = sorted({base + timedelta(microseconds=d) for d in deltas})
-        return st.builds(lambda p, z: p.astimezone(z), st.sampled_from(points), offsets())
-
     deltas = st.lists(
-        st.sampled_from((0, 1, 2, 1_000_000, 3_600_000_000)), min_size=1, max_size=instants
+        st.sampled_from((0, 1, 2, 1_000_000, 3_600_000_000)), min_size=1, max_size=max_size
     )
-    return st.builds(spread, aware_datetimes(timezones=st.just(UTC)), deltas)
+    return st.builds(
+        lambda base, ds: sorted({base + timedelta(microseconds=d) for d in ds}),
+        aware_datetimes(timezones=st.just(UTC)),
+        deltas,
+    )
 
 
+def pick_times(pool: Sequence[datetime]) -> SearchStrategy[datetime]:
+    """One instant of ``pool`` expressed in a random offset (see :func:`instant_pools`)."""
+    return st.builds(lambda p, z: p.astimezone(z), st.sampled_from(list(pool)), offsets())
+
+
+@functools.lru_cache(maxsize=512)
+def _pooled_snapshot() -> SearchStrategy[TaskSnapshot]:
+    fields: dict[str, Any] = {
+        "name": st.sampled_from(NAME_POOL) | names(),
+        "tags": st.frozensets(st.sampled_from(TAG_POOL), max_size=3) | tag_sets(),
+        "bucket": st.none() | st.sampled_from(BUCKET_POOL) | buckets(),
+        "pipeline_run_id": st.none() | st.sampled_from(PIPELINE_POOL) | identifiers(),
+    }
+    # Lean first: the filters only read these fields, and a lean snapshot has
+    # few choices, so a failing list shrinks in seconds; full ones keep every
+    # column on the query path honest.
+    lean = st.builds(
+        lambda task_id, status, version, name, tags, bucket, run, at: TaskSnapshot(
+            task_id, name, status, version, at, at, tags=tags, bucket=bucket,
+            pipeline_run_id=run,
+        ),
+        task_ids(),
+        statuses(),
+        st.integers(0, 3),
+        fields["name"],
+        fields["tags"],
+        fields["bucket"],
+        fields["pipeline_run_id"],
+        aware_datetimes(timezones=st.just(UTC)),
+    )
+    return lean | snapshots(full=True, **fields)
+
+
+@functools.lru_cache(maxsize=512)
 def snapshot_lists(*, min_size: int = 0, max_size: int = 10) -> SearchStrategy[list[TaskSnapshot]]:
     """Tasks with unique ids for query/counts/prune checks: ties, pooled names, tags, buckets.
 
-    Names and tags come mostly from :data:`NAME_POOL` / :data:`TAG_POOL` so
-    filters collide; buckets are small (or None) so bucket filters hit;
-    minimal and full-field snapshots are mixed.
+    ``created_at`` comes from one :func:`instant_pools` pool per list; names,
+    tags, buckets and pipeline run ids come mostly from :data:`NAME_POOL`,
+    :data:`TAG_POOL`, :data:`BUCKET_POOL` and :data:`PIPELINE_POOL` (the
+    defaults of :func:`queries`) so filters collide; minimal and full-field
+    snapshots are mixed.
     """
+    shapes = st.lists(
+        st.tuples(_pooled_snapshot(), st.integers(0, 7), offsets()),
+        min_size=min_size,
+        max_size=max_size,
+        unique_by=lambda shape: shape[0].task_id,
+    )
 
     @st.composite
     def build(draw: st.DrawFn) -> list[TaskSnapshot]:
-        created = draw(tie_prone_datetimes())
-        runs = draw(st.lists(identifiers(max_size=4), min_size=1, max_size=3))
-        fields: dict[str, Any] = {
-            "created_at": created,
-            "name": st.sampled_from(NAME_POOL) | names(),
-            "tags": st.frozensets(st.sampled_from(TAG_POOL), max_size=3) | tag_sets(),
-            "bucket": st.none() | st.integers(0, 3) | buckets(),
-            "pipeline_run_id": st.none() | st.sampled_from(runs),
-        }
-        one = snapshots(**fields) | snapshots(full=True, **fields)
-        return draw(
-            st.lists(one, min_size=min_size, max_size=max_size, unique_by=lambda t: t.task_id)
-        )
+        pool = draw(instant_pools())
+        return [
+            replace(snapshot, created_at=pool[i % len(pool)].astimezone(zone))
+            for snapshot, i, zone in draw(shapes)
+        ]
+
+    return build()
+
+
+@functools.lru_cache(maxsize=512)
+def command_lists(*, min_size: int = 0, max_size: int = 8) -> SearchStrategy[list[Command]]:
+    """Submittable commands with unique ids, ``created_at`` from one instant pool (ties)."""
+    shapes = st.lists(
+        st.tuples(commands() | commands(full=True), st.integers(0, 7), offsets()),
+        min_size=min_size,
+        max_size=max_size,
+        unique_by=lambda shape: shape[0].command_id,
+    )
+
+    @st.composite
+    def build(draw: st.DrawFn) -> list[Command]:
+        pool = draw(instant_pools())
+        return [
+            replace(command, created_at=pool[i % len(pool)].astimezone(zone))
+            for command, i, zone in draw(shapes)
+        ]
 
     return build()

@@ -1,0 +1,439 @@
+"""A stateful model test: random call sequences over all 14 methods, store vs model.
+
+Subclass like ``StoreContract``; a store factory is the only input::
+
+    from chongming_conformance.stateful import StoreStateMachineTests
+
+    class TestMyStoreStateful(StoreStateMachineTests):
+        def make_store(self):
+            return MyStore(...)          # or a generator / context manager
+
+``test_state_machine`` builds a ``RuleBasedStateMachine`` bound to that factory
+and runs it with the settings of ``profiles.active_settings()`` (or
+``hypothesis_settings``). Each run opens one fresh store, drives it and the
+obviously-correct ``_model.Model`` side by side, and closes it in teardown.
+
+What the machine exercises:
+
+* bundles of task ids and command ids, so later steps reuse earlier ones;
+* an explicit integer clock (microseconds), advanced in steps that land just
+  before, exactly on and just after lease boundaries (leases of 0, 1 and 5 s),
+  with every ``now`` expressed in a random UTC offset;
+* ``save`` with ``expect_version`` drawn from {stored-1, stored, stored+1} and
+  new versions that skip (gap 1, small, or 2**40);
+* claim / complete / release / expiry / re-claim, prune, duplicates,
+  touch of missing tasks, appends replayed with identical content;
+* ``close()`` late in a run, after which every method must raise StoreError;
+* invariant after each step: counts() equals the model.
+
+Where the contract allows several answers (ties in ``created_at`` for query,
+claim and prune) the model checks the store's answer is valid and adopts it.
+The machine holds the store to one SHOULD-level decision besides the MUSTs:
+``prune`` drops the commands of the tasks it drops (PRUNE-COMMANDS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any, ClassVar
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from . import strategies as cst
+from ._model import Model, check_claim, check_prune, check_query, expected_counts
+from .clauses import checks
+from .errors import ConcurrencyConflict, StoreError
+from .factory import enter_store
+from .model import (
+    Command,
+    CommandKind,
+    Progress,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+from .profiles import active_settings
+from .protocol import TaskStore
+
+__all__ = ["EPOCH", "STATE_MACHINE_CLAUSES", "StoreStateMachine", "StoreStateMachineTests"]
+
+#: Clock zero of the machine: the store sees ``EPOCH + clock`` in a random offset.
+EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
+_LEASES = (0.0, 1.0, 5.0)
+_STEPS_US = (0, 1, 999_999, 1_000_000, 1_000_001, 4_999_999, 5_000_000, 5_000_001, 60_000_000)
+_MAX_VERSION = 2**62  # room for stored + 2**40 gaps without leaving BIGINT
+_CLOSE_AFTER = 12  # steps before close() may be chosen, so most runs explore first
+
+STATE_MACHINE_CLAUSES: tuple[str, ...] = (
+    "CREATE-THEN-GET",
+    "CREATE-DUPLICATE-RAISES",
+    "GET-MISSING-NONE",
+    "SAVE-CAS",
+    "SAVE-CONFLICT-RAISES",
+    "SAVE-VERSION-SKIP",
+    "SAVE-KEEPS-LEASE",
+    "SAVE-MISSING-RAISES",
+    "QUERY-ALL",
+    "QUERY-ORDER-CREATED",
+    "QUERY-TIES-COMPLETE",
+    "QUERY-FILTERS-COMBINE",
+    "COUNTS-PER-STATUS",
+    "COUNTS-ALL-KEYS",
+    "APPEND-IDEMPOTENT",
+    "HISTORY-ORDERED",
+    "HISTORY-SINCE",
+    "HISTORY-UNKNOWN-EMPTY",
+    "TOUCH-NO-VERSION",
+    "TOUCH-ONLY-NAMED-FIELDS",
+    "TOUCH-MISSING-IGNORED",
+    "TOUCH-LEASE",
+    "SUBMIT-THEN-CLAIM",
+    "SUBMIT-DUPLICATE-RAISES",
+    "CLAIM-LEASE-EXCLUSIVE",
+    "CLAIM-LEASE-BOUNDARY",
+    "CLAIM-EXPIRED-RECLAIM",
+    "CLAIM-ORDER",
+    "CLAIM-LIMIT",
+    "COMPLETE-NEVER-RECLAIMED",
+    "COMPLETE-IDEMPOTENT",
+    "RELEASE-NOT-COMPLETE",
+    "RELEASE-FINISHED-NOOP",
+    "PRUNE-TERMINAL-ONLY",
+    "PRUNE-OLDEST-FIRST",
+    "PRUNE-HISTORY",
+    "PRUNE-COMMANDS",
+    "TIME-INSTANT-ORDER",
+    "CLOSE-IDEMPOTENT",
+    "CLOSE-THEN-STOREERROR",
+)
+
+# Few instants (ties, 1 µs apart) in random offsets: ordering bugs live there.
+_CREATED = st.builds(
+    lambda us, zone: (EPOCH + timedelta(microseconds=us)).astimezone(zone),
+    st.sampled_from((0, 0, 1, 2, 1_000_000, 3_600_000_000)),
+    cst.offsets(),
+)
+_IDS = st.sampled_from(("t1", "t2", "t3", "t%", "t_", "T1")) | cst.task_ids()
+_COMMAND_IDS = st.sampled_from(("c1", "c2", "c3")) | cst.command_ids()
+_VERSIONS = st.integers(0, 5) | st.integers(0, _MAX_VERSION)
+_GAPS = st.sampled_from((1, 1, 2, 7, 2**40))
+_SNAPSHOT_FIELDS: dict[str, Any] = {
+    "task_id": _IDS,
+    "created_at": _CREATED,
+    "status_version": _VERSIONS,
+    "bucket": st.none() | st.sampled_from(cst.BUCKET_POOL),
+    "pipeline_run_id": st.none() | st.sampled_from(cst.PIPELINE_POOL),
+}
+
+_AFTER_CLOSE: dict[str, Callable[[TaskStore], object]] = {
+    "create": lambda s: s.create(
+        TaskSnapshot("x", "x", TaskStatus.PENDING, 1, EPOCH, EPOCH)
+    ),
+    "save": lambda s: s.save(
+        TaskSnapshot("x", "x", TaskStatus.PENDING, 2, EPOCH, EPOCH), expect_version=1
+    ),
+    "get": lambda s: s.get("x"),
+    "query": lambda s: s.query(),
+    "counts": lambda s: s.counts(),
+    "append": lambda s: s.append(Transition("x", 1, None, TaskStatus.PENDING, EPOCH)),
+    "history": lambda s: s.history("x"),
+    "touch": lambda s: s.touch("x", heartbeat_at=EPOCH),
+    "submit_command": lambda s: s.submit_command(
+        Command("x", "x", CommandKind.STOP, "me", EPOCH)
+    ),
+    "claim_commands": lambda s: s.claim_commands(now=EPOCH, lease_seconds=1.0),
+    "complete_command": lambda s: s.complete_command("x", now=EPOCH),
+    "release_command": lambda s: s.release_command("x", now=EPOCH),
+    "prune": lambda s: s.prune(keep_terminal=0),
+}
+
+
+def _raises(exc_type: type[Exception], call: Callable[[], object], what: str) -> Exception:
+    try:
+        call()
+    except exc_type as exc:
+        return exc
+    except Exception as exc:
+        raise AssertionError(
+            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
+        ) from exc
+    raise AssertionError(f"{what}: expected {exc_type.__name__}, nothing was raised")
+
+
+def _same(expected: object, actual: object, what: str) -> None:
+    assert actual == expected, f"{what}:\n  expected {expected!r}\n  got      {actual!r}"
+
+
+class StoreStateMachine(RuleBasedStateMachine):
+    """The machine; ``factory`` is set on the subclass made by ``StoreStateMachineTests``."""
+
+    factory: ClassVar[Callable[[], Any]]
+
+    tasks = Bundle("tasks")
+    commands = Bundle("commands")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stack = contextlib.ExitStack()
+        self.store: TaskStore = enter_store(
+            type(self).factory, self._stack, origin=f"{type(self).__name__}.factory"
+        )
+        self.model = Model()
+        self.clock_us = 0
+        self.steps = 0
+        self.closed = False
+
+    def teardown(self) -> None:
+        self._stack.close()
+
+    def now(self, zone: tzinfo) -> datetime:
+        """The current instant, expressed in ``zone``."""
+        return (EPOCH + timedelta(microseconds=self.clock_us)).astimezone(zone)
+
+    # -- clock ----------------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(step=st.sampled_from(_STEPS_US))
+    def advance_clock(self, step: int) -> None:
+        self.clock_us += step
+
+    # -- task snapshots -------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(
+        target=tasks,
+        snapshot=cst.snapshots(**_SNAPSHOT_FIELDS) | cst.snapshots(full=True, **_SNAPSHOT_FIELDS),
+    )
+    def create(self, snapshot: TaskSnapshot) -> str:
+        before = self.model.tasks.get(snapshot.task_id)
+        if self.model.create(snapshot):
+            self.store.create(snapshot)
+            _same(snapshot, self.store.get(snapshot.task_id), "get() after create()")
+        else:
+            _raises(StoreError, lambda: self.store.create(snapshot), "create() of an existing id")
+            _same(before, self.store.get(snapshot.task_id), "get() after a refused create()")
+        return snapshot.task_id
+
+    @precondition(lambda self: not self.closed)
+    @rule(
+        task_id=tasks,
+        delta=st.sampled_from((-1, 0, 1)),
+        gap=_GAPS,
+        status=cst.statuses(),
+        lease_owner=st.none() | cst.texts(max_size=4),
+        full=st.booleans(),
+        data=st.data(),
+    )
+    def save(
+        self,
+        task_id: str,
+        delta: int,
+        gap: int,
+        status: TaskStatus,
+        lease_owner: str | None,
+        full: bool,
+        data: st.DataObject,
+    ) -> None:
+        held = self.model.version_of(task_id)
+        base = replace(data.draw(cst.snapshots(full=full), label="snapshot"), task_id=task_id)
+        if held is None:  # pruned: the task is gone
+            new = replace(base, status=status)
+            _raises(
+                ConcurrencyConflict,
+                lambda: self.store.save(new, expect_version=new.status_version),
+                f"save() of missing task {task_id!r}",
+            )
+            assert self.store.get(task_id) is None, "a save() of a missing task created it"
+            return
+        expect = held + delta if held + delta >= 0 else held + 1
+        new = replace(base, status=status, status_version=held + gap, lease_owner=lease_owner)
+        before = self.model.tasks[task_id]
+        if self.model.save(new, expect):
+            self.store.save(new, expect_version=expect)
+            _same(self.model.tasks[task_id], self.store.get(task_id), "get() after save()")
+        else:
+            what = f"save(expect_version={expect}) over stored v{held}"
+            _raises(ConcurrencyConflict, lambda: self.store.save(new, expect_version=expect), what)
+            _same(before, self.store.get(task_id), f"get() after refused {what}")
+
+    @precondition(lambda self: not self.closed)
+    @rule(task_id=tasks | _IDS)
+    def get(self, task_id: str) -> None:
+        _same(self.model.tasks.get(task_id), self.store.get(task_id), f"get({task_id!r})")
+
+    @precondition(lambda self: not self.closed)
+    @rule(
+        q=cst.queries()
+    )
+    def query(self, q: TaskQuery) -> None:
+        check_query(self.store.query(q), self.model.tasks.values(), q)
+
+    # -- history ---------------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(task_id=tasks | _IDS, version=st.integers(0, 4), to_status=cst.statuses())
+    def append(self, task_id: str, version: int, to_status: TaskStatus) -> None:
+        # A replay of an existing (task_id, version) carries the same content, as
+        # crash recovery does; differing content is APPEND-FIRST-WINS (a SHOULD).
+        row = self.model.history.get((task_id, version)) or Transition(
+            task_id, version, None, to_status, self.now(UTC)
+        )
+        self.store.append(row)
+        self.model.append(row)
+
+    @precondition(lambda self: not self.closed)
+    @rule(task_id=tasks | _IDS, since=st.integers(0, 5))
+    def history(self, task_id: str, since: int) -> None:
+        _same(
+            self.model.history_of(task_id, since),
+            list(self.store.history(task_id, since_version=since)),
+            f"history({task_id!r}, since_version={since})",
+        )
+
+    # -- touch -----------------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(
+        task_id=tasks | _IDS,
+        progress=st.none() | cst.progresses(),
+        beat=st.none() | cst.aware_datetimes(),
+        owner=st.none() | cst.texts(max_size=4),
+        until_us=st.none() | st.sampled_from(_STEPS_US),
+        zone=cst.offsets(),
+    )
+    def touch(
+        self,
+        task_id: str,
+        progress: Progress | None,
+        beat: datetime | None,
+        owner: str | None,
+        until_us: int | None,
+        zone: tzinfo,
+    ) -> None:
+        until = None if until_us is None else self.now(zone) + timedelta(microseconds=until_us)
+        self.store.touch(
+            task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
+        )
+        self.model.touch(
+            task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
+        )
+        _same(self.model.tasks.get(task_id), self.store.get(task_id), "get() after touch()")
+
+    # -- commands --------------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(
+        target=commands,
+        command_id=_COMMAND_IDS,
+        task_id=tasks | _IDS,
+        created_us=st.sampled_from((0, 0, 1, 1_000_000)),
+        zone=cst.offsets(),
+        kind=st.sampled_from(CommandKind),
+        outcome=st.none() | cst.texts(max_size=4),
+    )
+    def submit_command(
+        self,
+        command_id: str,
+        task_id: str,
+        created_us: int,
+        zone: tzinfo,
+        kind: CommandKind,
+        outcome: str | None,
+    ) -> str:
+        created = self.now(zone) - timedelta(microseconds=created_us)
+        command = Command(command_id, task_id, kind, "machine", created, outcome=outcome)
+        if self.model.submit(command):
+            self.store.submit_command(command)
+        else:
+            _raises(
+                StoreError,
+                lambda: self.store.submit_command(command),
+                f"submit_command() of existing id {command_id!r}",
+            )
+        return command_id
+
+    @precondition(lambda self: not self.closed)
+    @rule(lease=st.sampled_from(_LEASES), limit=st.sampled_from((0, 1, 2, 50)), zone=cst.offsets())
+    def claim_commands(self, lease: float, limit: int, zone: tzinfo) -> None:
+        now = self.now(zone)
+        claimed = list(self.store.claim_commands(now=now, lease_seconds=lease, limit=limit))
+        check_claim(
+            claimed, self.model.commands.values(), now=now, lease_seconds=lease, limit=limit
+        )
+        self.model.adopt_claim(claimed)
+
+    @precondition(lambda self: not self.closed)
+    @rule(command_id=commands | _COMMAND_IDS, outcome=st.none() | cst.texts(max_size=4),
+          zone=cst.offsets())
+    def complete_command(self, command_id: str, outcome: str | None, zone: tzinfo) -> None:
+        now = self.now(zone)
+        self.store.complete_command(command_id, now=now, outcome=outcome)
+        self.model.complete(command_id, now, outcome)
+
+    @precondition(lambda self: not self.closed)
+    @rule(command_id=commands | _COMMAND_IDS, zone=cst.offsets())
+    def release_command(self, command_id: str, zone: tzinfo) -> None:
+        self.store.release_command(command_id, now=self.now(zone))
+        self.model.release(command_id)
+
+    # -- operations ------------------------------------------------------------------
+    @precondition(lambda self: not self.closed)
+    @rule(keep=st.integers(0, 4))
+    def prune(self, keep: int) -> None:
+        returned = self.store.prune(keep_terminal=keep)
+        left = {t.task_id for t in self.store.query()}
+        assert left <= set(self.model.tasks), f"prune() brought back {left - set(self.model.tasks)}"
+        dropped = set(self.model.tasks) - left
+        check_prune(dropped, returned, self.model.tasks, keep)
+        self.model.adopt_prune(dropped)
+
+    @precondition(lambda self: not self.closed and self.steps >= _CLOSE_AFTER)
+    @rule()
+    def close(self) -> None:
+        self.store.close()
+        self.store.close()  # idempotent
+        self.closed = True
+
+    @precondition(lambda self: self.closed)
+    @rule(method=st.sampled_from(sorted(_AFTER_CLOSE)))
+    def use_after_close(self, method: str) -> None:
+        _raises(StoreError, lambda: _AFTER_CLOSE[method](self.store), f"{method}() after close()")
+
+    # -- invariants ------------------------------------------------------------------
+    @invariant()
+    def counts_match(self) -> None:
+        self.steps += 1
+        if not self.closed:
+            _same(expected_counts(self.model.tasks.values()), dict(self.store.counts()),
+                  "counts()")
+
+
+class StoreStateMachineTests:
+    """Runs ``StoreStateMachine`` against ``make_store``; subclass and implement it."""
+
+    hypothesis_settings: ClassVar[settings | None] = None
+
+    def make_store(self) -> Any:
+        """Return a fresh, empty store (callable / generator / context manager forms)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
+
+    def state_machine_class(self) -> type[StoreStateMachine]:
+        """A ``StoreStateMachine`` subclass whose factory is this instance's ``make_store``."""
+        return type(
+            f"{type(self).__name__}Machine", (StoreStateMachine,), {"factory": self.make_store}
+        )
+
+    @checks(*STATE_MACHINE_CLAUSES)
+    def test_state_machine(self) -> None:
+        """Random sequences of all 14 methods agree with the model at every step."""
+        run_state_machine_as_test(
+            self.state_machine_class(), settings=self.hypothesis_settings or active_settings()
+        )

@@ -1,0 +1,188 @@
+"""Deliberately broken stores: each overrides one method of InMemoryTaskStore with a real bug.
+
+Every one of them must be caught by a property or the state machine
+(tests/hypothesis/test_broken_stores.py). They emulate what a SQL store gets
+wrong, on top of the in-memory store so that each has exactly one bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from chongming_conformance import (
+    Command,
+    ConcurrencyConflict,
+    Progress,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
+from reference_stores.memory import InMemoryTaskStore, _matches
+
+
+class SaveRequiresNextVersion(InMemoryTaskStore):
+    """Accepts a save only when the new version is exactly stored + 1 (forbids skips)."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self.get(snapshot.task_id)
+        if current is not None and snapshot.status_version != current.status_version + 1:
+            raise ConcurrencyConflict(snapshot.task_id, expect_version, current.status_version)
+        super().save(snapshot, expect_version=expect_version)
+
+
+class TouchBumpsVersion(InMemoryTaskStore):
+    """touch() increments status_version, as if it were a save."""
+
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        super().touch(
+            task_id,
+            progress=progress,
+            heartbeat_at=heartbeat_at,
+            lease_owner=lease_owner,
+            lease_until=lease_until,
+        )
+        with self._lock:
+            current = self._tasks.get(task_id)
+            if current is not None:
+                self._tasks[task_id] = replace(current, status_version=current.status_version + 1)
+
+
+class SaveClobbersLease(InMemoryTaskStore):
+    """save() writes the whole snapshot, lease columns included."""
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        super().save(snapshot, expect_version=expect_version)
+        with self._lock:
+            self._tasks[snapshot.task_id] = snapshot
+
+
+def _like(pattern: str, text: str) -> bool:
+    """SQL LIKE without ESCAPE: '%' is any run, '_' any one character."""
+    if not pattern:
+        return not text
+    head, rest = pattern[0], pattern[1:]
+    if head == "%":
+        return any(_like(rest, text[i:]) for i in range(len(text) + 1))
+    if not text:
+        return False
+    return (head == "_" or head == text[0]) and _like(rest, text[1:])
+
+
+class _QueryOverride(InMemoryTaskStore):
+    def _hit(self, task: TaskSnapshot, q: TaskQuery) -> bool:
+        raise NotImplementedError
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        with self._lock:
+            found = [t for t in self._tasks.values() if self._hit(t, q)]
+        found.sort(key=lambda t: (t.created_at, t.task_id), reverse=q.newest_first)
+        return found if q.limit is None else found[: q.limit]
+
+
+class TagSubstringMatch(_QueryOverride):
+    """tag filter as a substring search on the encoded JSON text (LIKE '%io%')."""
+
+    def _hit(self, task: TaskSnapshot, q: TaskQuery) -> bool:
+        if q.tag is None:
+            return _matches(task, q)
+        text = ",".join(sorted(task.tags))
+        return q.tag in text and _matches(task, replace(q, tag=None))
+
+
+class UnescapedLikePrefix(_QueryOverride):
+    """name_prefix as ``LIKE prefix || '%'`` with no escaping: % and _ are wildcards."""
+
+    def _hit(self, task: TaskSnapshot, q: TaskQuery) -> bool:
+        if q.name_prefix is None:
+            return _matches(task, q)
+        return _like(q.name_prefix + "%", task.name) and _matches(task, replace(q, name_prefix=None))
+
+
+def _wall_clock_as_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+class StoresLocalTime(InMemoryTaskStore):
+    """Drops the offset: stores the wall-clock time as if it were UTC."""
+
+    _FIELDS = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at",
+               "lease_until")
+
+    def _local(self, snapshot: TaskSnapshot) -> TaskSnapshot:
+        return snapshot.evolve(**{f: _wall_clock_as_utc(getattr(snapshot, f)) for f in self._FIELDS})
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(self._local(snapshot))
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        super().save(self._local(snapshot), expect_version=expect_version)
+
+    def append(self, transition: Transition) -> None:
+        at = _wall_clock_as_utc(transition.at)
+        assert at is not None
+        super().append(replace(transition, at=at))
+
+
+class ClaimIgnoresLease(InMemoryTaskStore):
+    """claim_commands() takes every unfinished command, leased or not."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        with self._lock:
+            free = sorted(
+                (c for c in self._commands.values() if c.finished_at is None),
+                key=lambda c: (c.created_at, c.command_id),
+            )
+            claimed = []
+            for command in free[: max(limit, 0)]:
+                leased = replace(command, lease_until=now + timedelta(seconds=lease_seconds))
+                self._commands[command.command_id] = leased
+                claimed.append(leased)
+            return claimed
+
+
+class ReleaseMarksComplete(InMemoryTaskStore):
+    """release_command() finishes the command instead of handing it back."""
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        self.complete_command(command_id, now=now, outcome="released")
+
+
+class PruneDropsNonTerminal(InMemoryTaskStore):
+    """prune() counts every task, not only terminal ones, towards what it drops."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        with self._lock:
+            ordered = sorted(self._tasks.values(), key=lambda t: (t.created_at, t.task_id))
+            doomed = ordered[: max(len(ordered) - keep_terminal, 0)]
+            doomed = [t for t in doomed if t.status.is_terminal or t.status is TaskStatus.RUNNING]
+            for task in doomed:
+                del self._tasks[task.task_id]
+                self._history.pop(task.task_id, None)
+            return len(doomed)
+
+
+BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {
+    "save requires exactly version+1": SaveRequiresNextVersion,
+    "touch bumps the version": TouchBumpsVersion,
+    "save clobbers the lease": SaveClobbersLease,
+    "tag substring match": TagSubstringMatch,
+    "unescaped LIKE in name_prefix": UnescapedLikePrefix,
+    "local time stored": StoresLocalTime,
+    "claim ignores an unexpired lease": ClaimIgnoresLease,
+    "release marks complete": ReleaseMarksComplete,
+    "prune drops a non-terminal task": PruneDropsNonTerminal,
+}

@@ -1,0 +1,98 @@
+"""Each deliberately broken store is caught by a property or the state machine.
+
+Runs are deterministic: derandomized settings with no example database, so
+the same examples are tried on every run and machine. A check "catches" a
+store when hypothesis finds a falsifying example and re-raises the store's
+failure (an AssertionError from the model comparison, or the store's own
+exception) -- never a hypothesis usage error or health check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.errors import HypothesisException
+
+from broken_stores import (
+    BROKEN_STORES,
+    ClaimIgnoresLease,
+    PruneDropsNonTerminal,
+    ReleaseMarksComplete,
+    SaveClobbersLease,
+    SaveRequiresNextVersion,
+    StoresLocalTime,
+    TagSubstringMatch,
+    TouchBumpsVersion,
+    UnescapedLikePrefix,
+)
+from chongming_conformance.properties import StoreProperties
+from chongming_conformance.stateful import StoreStateMachineTests
+from reference_stores.memory import InMemoryTaskStore
+
+DETERMINISTIC = settings(
+    max_examples=200,
+    stateful_step_count=40,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+STATE_MACHINE = "test_state_machine"
+
+#: broken store -> the checks that must each catch it on their own.
+CATCHERS: dict[type[InMemoryTaskStore], tuple[str, ...]] = {
+    SaveRequiresNextVersion: ("test_version_skip", STATE_MACHINE),
+    TouchBumpsVersion: ("test_touch_interleaved_with_saves", STATE_MACHINE),
+    SaveClobbersLease: (
+        "test_snapshot_roundtrip",
+        "test_touch_interleaved_with_saves",
+        STATE_MACHINE,
+    ),
+    TagSubstringMatch: ("test_query_matches_model", STATE_MACHINE),
+    UnescapedLikePrefix: ("test_query_matches_model", STATE_MACHINE),
+    StoresLocalTime: ("test_snapshot_roundtrip", "test_query_matches_model", STATE_MACHINE),
+    ClaimIgnoresLease: ("test_claim_matches_model", STATE_MACHINE),
+    ReleaseMarksComplete: (STATE_MACHINE,),
+    PruneDropsNonTerminal: ("test_prune_matches_model", STATE_MACHINE),
+}
+
+CASES = [
+    pytest.param(store, check, id=f"{store.__name__}-{check}")
+    for store, checks in CATCHERS.items()
+    for check in checks
+]
+
+
+def _suite_for(store_type: type[InMemoryTaskStore], check: str) -> Any:
+    base: type[Any] = StoreStateMachineTests if check == STATE_MACHINE else StoreProperties
+    suite = type(
+        f"Broken{store_type.__name__}",
+        (base,),
+        {"make_store": lambda self: store_type(), "hypothesis_settings": DETERMINISTIC},
+    )
+    return suite()
+
+
+def test_every_broken_store_has_a_catcher() -> None:
+    assert set(CATCHERS) == set(BROKEN_STORES.values())
+    assert all(CATCHERS.values())
+
+
+@pytest.mark.parametrize(("store_type", "check"), CASES)
+def test_broken_store_is_caught(store_type: type[InMemoryTaskStore], check: str) -> None:
+    suite = _suite_for(store_type, check)
+    with pytest.raises(Exception) as caught:  # noqa: PT011 -- any store failure counts
+        getattr(suite, check)()
+    assert not isinstance(caught.value, HypothesisException), (
+        f"{check} broke for a reason other than the store: {caught.value!r}"
+    )
+
+
+@pytest.mark.parametrize("check", sorted({c for cs in CATCHERS.values() for c in cs}))
+def test_the_same_checks_pass_on_the_correct_store(check: str) -> None:
+    """Control: with the bug removed, the very same deterministic run passes."""
+    getattr(_suite_for(InMemoryTaskStore, check), check)()
