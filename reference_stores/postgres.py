@@ -348,6 +348,15 @@ def _check_connection(conn: psycopg.Connection[Any]) -> None:
         ConnectionPool.check_connection(conn)
 
 
+def _connect_problem(dsn: str) -> str:
+    """Why a plain connection fails (the pool only says it timed out)."""
+    try:
+        with psycopg.connect(dsn, connect_timeout=5):
+            return "a direct connection works, so the pool timed out under load"
+    except psycopg.Error as exc:
+        return f"a direct connection fails: {exc}"
+
+
 def _configure(conn: psycopg.Connection[Any]) -> None:
     # Results come back as UTC-aware datetimes whatever the server's default.
     conn.execute("SET TIME ZONE 'UTC'")
@@ -400,7 +409,9 @@ class PostgresTaskStore:
                 self._pool.open(wait=True, timeout=timeout)
             except psycopg.Error as exc:
                 self._pool.close()
-                raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+                raise StoreError(
+                    f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn_or_pool)}"
+                ) from exc
         self._build_statements()
         try:
             self._check_schema()

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import pickle
+import socket
 import subprocess
 import sys
 import threading
@@ -567,6 +568,15 @@ def test_schema_name_is_an_identifier_not_sql(postgres_dsn: str) -> None:
             store.close()
     finally:
         pgstore.drop_schema(postgres_dsn, name)
+
+
+@checks("ERRORS-ARE-STOREERROR")
+def test_unreachable_server_is_a_storeerror_with_the_reason() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(StoreError, match="direct connection fails"):
+        pgstore.PostgresTaskStore(f"postgresql://nobody@127.0.0.1:{port}/x", schema="s", timeout=1)
 
 
 def test_make_store_names_the_variable_when_it_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
