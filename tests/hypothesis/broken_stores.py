@@ -107,7 +107,8 @@ class UnescapedLikePrefix(_QueryOverride):
     def _hit(self, task: TaskSnapshot, q: TaskQuery) -> bool:
         if q.name_prefix is None:
             return _matches(task, q)
-        return _like(q.name_prefix + "%", task.name) and _matches(task, replace(q, name_prefix=None))
+        rest = replace(q, name_prefix=None)
+        return _like(q.name_prefix + "%", task.name) and _matches(task, rest)
 
 
 def _wall_clock_as_utc(value: datetime | None) -> datetime | None:
@@ -121,7 +122,8 @@ class StoresLocalTime(InMemoryTaskStore):
                "lease_until")
 
     def _local(self, snapshot: TaskSnapshot) -> TaskSnapshot:
-        return snapshot.evolve(**{f: _wall_clock_as_utc(getattr(snapshot, f)) for f in self._FIELDS})
+        moved = {f: _wall_clock_as_utc(getattr(snapshot, f)) for f in self._FIELDS}
+        return snapshot.evolve(**moved)
 
     def create(self, snapshot: TaskSnapshot) -> None:
         super().create(self._local(snapshot))

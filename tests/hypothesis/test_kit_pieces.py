@@ -3,6 +3,7 @@ every kit check declares its clauses."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -62,8 +63,8 @@ def test_datetimes_reach_the_non_whole_hour_offsets() -> None:
 @given(cst.version_paths(max_size=8))
 def test_version_paths_strictly_increase_within_bigint(path: list[int]) -> None:
     assert len(path) >= 2
-    assert all(a < b for a, b in zip(path, path[1:], strict=False))
-    assert 0 <= path[0] and path[-1] <= cst.INT64_MAX
+    assert all(a < b for a, b in itertools.pairwise(path))
+    assert path[0] >= 0 and path[-1] <= cst.INT64_MAX
 
 
 @FAST
