@@ -6,11 +6,11 @@ they never shadow a project's own profiles:
 ========================  =============  ===========  ===================================
 profile                   max_examples   state steps  for
 ========================  =============  ===========  ===================================
-``chongming-quick``       10             15           a fast local loop; keeps the example
+``chongming-quick``       10             30           a fast local loop; keeps the example
                                                       database so a failure replays first
-``chongming-ci``          40             25           CI and the default: derandomized, no
+``chongming-ci``          40             50           CI and the default: derandomized, no
                                                       database, so every run is identical
-``chongming-thorough``    400            60           a nightly / pre-release bug hunt
+``chongming-thorough``    400            100          a nightly / pre-release bug hunt
 ========================  =============  ===========  ===================================
 
 All three set ``deadline=None`` (a store does I/O; one slow fsync on a busy
@@ -58,14 +58,14 @@ _UNCHOSEN = frozenset({"default", "ci"})  # hypothesis' built-ins, loaded withou
 settings.register_profile(
     PROFILES["quick"],
     max_examples=10,
-    stateful_step_count=15,
+    stateful_step_count=30,
     deadline=None,
     print_blob=True,
 )
 settings.register_profile(
     PROFILES["ci"],
     max_examples=40,
-    stateful_step_count=25,
+    stateful_step_count=50,
     derandomize=True,
     database=None,
     deadline=None,
@@ -75,7 +75,7 @@ settings.register_profile(
 settings.register_profile(
     PROFILES["thorough"],
     max_examples=400,
-    stateful_step_count=60,
+    stateful_step_count=100,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],

@@ -75,7 +75,6 @@ EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 _LEASES = (0.0, 1.0, 5.0)
 _STEPS_US = (0, 1, 999_999, 1_000_000, 1_000_001, 4_999_999, 5_000_000, 5_000_001, 60_000_000)
 _MAX_VERSION = 2**62  # room for stored + 2**40 gaps without leaving BIGINT
-_CLOSE_AFTER = 12  # steps before close() may be chosen, so most runs explore first
 
 STATE_MACHINE_CLAUSES: tuple[str, ...] = (
     "CREATE-THEN-GET",
@@ -132,6 +131,8 @@ _VERSIONS = st.integers(0, 5) | st.integers(0, _MAX_VERSION)
 _GAPS = st.sampled_from((1, 1, 2, 7, 2**40))
 _SNAPSHOT_FIELDS: dict[str, Any] = {
     "task_id": _IDS,
+    "name": st.sampled_from(cst.NAME_POOL) | cst.names(),  # LIKE and prefix collisions
+    "tags": st.frozensets(st.sampled_from(cst.TAG_POOL), max_size=3) | cst.tag_sets(),
     "created_at": _CREATED,
     "status_version": _VERSIONS,
     "bucket": st.none() | st.sampled_from(cst.BUCKET_POOL),
@@ -181,6 +182,11 @@ class StoreStateMachine(RuleBasedStateMachine):
     """The machine; ``factory`` is set on the subclass made by ``StoreStateMachineTests``."""
 
     factory: ClassVar[Callable[[], Any]]
+    #: close() becomes possible only after this many steps, so a run explores first
+    #: (set from ``stateful_step_count`` by ``StoreStateMachineTests``).
+    close_after: ClassVar[int] = 40
+    #: Applied to the opened store before use (e.g. the plugin's per-call timeout proxy).
+    wrap: ClassVar[Callable[[TaskStore], TaskStore]] = staticmethod(lambda store: store)
 
     tasks = Bundle("tasks")
     commands = Bundle("commands")
@@ -188,8 +194,8 @@ class StoreStateMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._stack = contextlib.ExitStack()
-        self.store: TaskStore = enter_store(
-            type(self).factory, self._stack, origin=f"{type(self).__name__}.factory"
+        self.store: TaskStore = type(self).wrap(
+            enter_store(type(self).factory, self._stack, origin=f"{type(self).__name__}.factory")
         )
         self.model = Model()
         self.clock_us = 0
@@ -395,7 +401,7 @@ class StoreStateMachine(RuleBasedStateMachine):
         check_prune(dropped, returned, self.model.tasks, keep)
         self.model.adopt_prune(dropped)
 
-    @precondition(lambda self: not self.closed and self.steps >= _CLOSE_AFTER)
+    @precondition(lambda self: not self.closed and self.steps >= self.close_after)
     @rule()
     def close(self) -> None:
         self.store.close()
@@ -425,15 +431,28 @@ class StoreStateMachineTests:
         """Return a fresh, empty store (callable / generator / context manager forms)."""
         raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
 
+    def wrap_store(self, store: TaskStore) -> TaskStore:
+        """Hook: return the store the machine should drive (default: ``store`` itself)."""
+        return store
+
     def state_machine_class(self) -> type[StoreStateMachine]:
-        """A ``StoreStateMachine`` subclass whose factory is this instance's ``make_store``."""
+        """A ``StoreStateMachine`` subclass bound to this instance's ``make_store``."""
+        return self._machine(self.hypothesis_settings or active_settings())
+
+    def _machine(self, chosen: settings) -> type[StoreStateMachine]:
         return type(
-            f"{type(self).__name__}Machine", (StoreStateMachine,), {"factory": self.make_store}
+            f"{type(self).__name__}Machine",
+            (StoreStateMachine,),
+            {
+                "factory": self.make_store,
+                "wrap": staticmethod(self.wrap_store),
+                # close() in the last fifth of a full-length run.
+                "close_after": max(chosen.stateful_step_count * 4 // 5, 1),
+            },
         )
 
     @checks(*STATE_MACHINE_CLAUSES)
     def test_state_machine(self) -> None:
         """Random sequences of all 14 methods agree with the model at every step."""
-        run_state_machine_as_test(
-            self.state_machine_class(), settings=self.hypothesis_settings or active_settings()
-        )
+        chosen = self.hypothesis_settings or active_settings()
+        run_state_machine_as_test(self._machine(chosen), settings=chosen)

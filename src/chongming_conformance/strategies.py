@@ -65,6 +65,7 @@ __all__ = [
     "INTEGER_BOUNDARIES",
     "NAME_POOL",
     "PIPELINE_POOL",
+    "PREFIX_POOL",
     "SPECIAL_CHARACTERS",
     "TAG_POOL",
     "aware_datetimes",
@@ -139,6 +140,11 @@ NAME_POOL: tuple[str, ...] = (
     "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
 )
 
+#: ``name_prefix`` values drawn often: LIKE wildcards and escapes that also occur
+#: literally in :data:`NAME_POOL`, case variants, combining marks.
+PREFIX_POOL: tuple[str, ...] = (
+    "%", "_", "\\", "job_", "job%", "jo_", "j_b", "j%", "j\\", "j\\o", "J", "JOB", "e", "",
+)
 #: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
 #: Pipeline run ids drawn often (wildcards and a case variant included).
@@ -448,7 +454,7 @@ def _queries(
     values: dict[str, SearchStrategy[Any]] = {
         "statuses": st.frozensets(statuses()),
         "name": _pick(names_pool, names()),
-        "name_prefix": _pick(_prefixes(names_pool), names()),
+        "name_prefix": st.sampled_from(PREFIX_POOL) | _pick(_prefixes(names_pool), names()),
         "tag": _pick(tags_pool, tags()),
         "buckets": st.frozensets(
             st.sampled_from(list(buckets_pool)) | buckets() if buckets_pool else buckets(),

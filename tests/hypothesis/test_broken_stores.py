@@ -25,24 +25,22 @@ from broken_stores import (
     TouchBumpsVersion,
     UnescapedLikePrefix,
 )
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import Phase, settings
 from hypothesis.errors import HypothesisException
 
+from chongming_conformance.profiles import PROFILES
 from chongming_conformance.properties import StoreProperties
 from chongming_conformance.stateful import StoreStateMachineTests
 from reference_stores.memory import InMemoryTaskStore
 
-# No shrink phase: what is asserted is that a falsifying example is found;
-# shrinking it to a minimal one adds tens of seconds per case and changes nothing.
+# The kit's ci profile (derandomized, no database) with more examples for
+# margin, and no shrink phase: what is asserted is that a falsifying example is
+# found; shrinking it adds tens of seconds per case and changes nothing.
 DETERMINISTIC = settings(
+    settings.get_profile(PROFILES["ci"]),
+    max_examples=100,
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    max_examples=200,
-    stateful_step_count=40,
-    derandomize=True,
-    database=None,
-    deadline=None,
     report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.too_slow],
 )
 
 STATE_MACHINE = "test_state_machine"
