@@ -8,7 +8,7 @@ profile                   max_examples   state steps  for
 ========================  =============  ===========  ===================================
 ``chongming-quick``       10             30           a fast local loop; keeps the example
                                                       database so a failure replays first
-``chongming-ci``          40             50           CI and the default: derandomized, no
+``chongming-ci``          100            50           CI and the default: derandomized, no
                                                       database, so every run is identical
 ``chongming-thorough``    400            100          a nightly / pre-release bug hunt
 ========================  =============  ===========  ===================================
@@ -64,7 +64,7 @@ settings.register_profile(
 )
 settings.register_profile(
     PROFILES["ci"],
-    max_examples=40,
+    max_examples=100,
     stateful_step_count=50,
     derandomize=True,
     database=None,
