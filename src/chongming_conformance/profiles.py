@@ -25,7 +25,9 @@ Precedence, decided once in :func:`active_settings`:
 1. ``--hypothesis-profile=NAME`` (or ``settings.load_profile`` in a conftest)
    wins: whatever profile is loaded is used as is;
 2. if nothing chose a profile (hypothesis' own ``default``, or its ``ci``
-   profile that it auto-loads on CI), the kit's :data:`DEFAULT_PROFILE` is used;
+   profile that it auto-loads on CI), the kit's :data:`DEFAULT_PROFILE` is used,
+   keeping the verbosity and phases that ``--hypothesis-verbosity`` /
+   ``--hypothesis-explain`` put on top of it;
 3. ``--hypothesis-seed=N`` is honoured even under a derandomized profile:
    derandomization is switched off for that run, so the seed takes effect
    (hypothesis would otherwise silently ignore it).
@@ -115,8 +117,19 @@ def active_settings() -> settings:
     conftest after the kit was imported still applies.
     """
     current = settings.get_current_profile_name()
-    chosen = settings.default if current not in _UNCHOSEN else None
-    base = chosen if chosen is not None else settings.get_profile(PROFILES[DEFAULT_PROFILE])
+    # pytest's --hypothesis-verbosity / --hypothesis-explain derive "<profile>-with-...".
+    if current.split("-with-")[0] in _UNCHOSEN:
+        active = settings.default
+        assert active is not None
+        base = settings(
+            settings.get_profile(PROFILES[DEFAULT_PROFILE]),
+            verbosity=active.verbosity,
+            phases=active.phases,
+        )
+    else:
+        chosen = settings.default
+        assert chosen is not None
+        base = chosen
     if base.derandomize and _hypothesis_core.global_force_seed is not None:
         # --hypothesis-seed was given: honour it instead of the derandomized seed.
         return settings(base, derandomize=False)

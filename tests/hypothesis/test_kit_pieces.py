@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis import core as hypothesis_core
 from hypothesis import strategies as st
 
@@ -146,7 +146,14 @@ def test_load_profile_accepts_short_and_full_names_and_rejects_others() -> None:
 def test_active_settings_precedence() -> None:
     hypothesis_core.global_force_seed = None
     settings.load_profile("default")  # nobody chose: the kit default applies
-    assert active_settings() == settings.get_profile(PROFILES["ci"])
+    assert active_settings().max_examples == settings.get_profile(PROFILES["ci"]).max_examples
+    assert active_settings().derandomize and active_settings().deadline is None
+    settings.register_profile("default-with-verbose-verbosity", verbosity=Verbosity.verbose)
+    settings.load_profile("default-with-verbose-verbosity")  # --hypothesis-verbosity alone
+    derived = active_settings()
+    assert derived.verbosity is Verbosity.verbose
+    assert derived.max_examples == settings.get_profile(PROFILES["ci"]).max_examples
+    assert derived.deadline is None
     settings.register_profile("someone-elses", max_examples=7)
     settings.load_profile("someone-elses")  # --hypothesis-profile wins
     assert active_settings().max_examples == 7
