@@ -14,11 +14,10 @@ profile                   max_examples   state steps  for
 ========================  =============  ===========  ===================================
 
 All three set ``deadline=None`` (a store does I/O; one slow fsync on a busy
-machine is not a bug) and ``print_blob=True`` (a failure prints the
-``@reproduce_failure`` blob). ``ci`` and ``thorough`` suppress
-``HealthCheck.too_slow``: building lists of full-field snapshots with
-adversarial text is slow to *generate* on a shared 2-core runner, and that
-says nothing about the store.
+machine is not a bug), ``print_blob=True`` (a failure prints the
+``@reproduce_failure`` blob) and suppress ``HealthCheck.too_slow``: building
+lists of full-field snapshots with adversarial text is slow to *generate* on a
+shared 2-core runner, and that says nothing about the store.
 
 Precedence, decided once in :func:`active_settings`:
 
@@ -63,6 +62,7 @@ settings.register_profile(
     stateful_step_count=30,
     deadline=None,
     print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     PROFILES["ci"],
