@@ -284,6 +284,7 @@ class StoreStateMachine(RuleBasedStateMachine):
     )
     def query(self, q: TaskQuery) -> None:
         check_query(self.store.query(q), self.model.tasks.values(), q)
+        check_query(self.store.query(), self.model.tasks.values(), None)
 
     # -- history ---------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
