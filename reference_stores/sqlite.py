@@ -324,9 +324,12 @@ class SqliteTaskStore:
             # treats % and _ as wildcards. Compared as UTF-8 bytes because SQLite's
             # length()/substr() on TEXT stop at an embedded NUL; a byte prefix of
             # UTF-8 is a character prefix.
+            # The empty prefix matches every name, and substr() of an empty BLOB
+            # is NULL in SQLite, so it gets no condition at all.
             prefix = q.name_prefix.encode("utf-8")
-            where.append("substr(CAST(name AS BLOB), 1, length(?)) = ?")
-            params.extend((prefix, prefix))
+            if prefix:
+                where.append("substr(CAST(name AS BLOB), 1, length(?)) = ?")
+                params.extend((prefix, prefix))
         if q.tag is not None:
             # Parse the array: exact element match ("io" is not "ios"), never a
             # substring test on the JSON text.

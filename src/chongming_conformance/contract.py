@@ -367,7 +367,17 @@ class StoreContract:
 
     @checks("QUERY-NAME-PREFIX-LITERAL")
     def test_query_name_prefix_literal__wildcards_match_themselves(self) -> None:
-        names = ["50%_done", "50x_done", "50%Xdone", "a\\b", "a\\\\b", "axb", "Report", "report-1"]
+        names = [
+            "50%_done",
+            "50x_done",
+            "50%Xdone",
+            "a\\b",
+            "a\\\\b",
+            "axb",
+            "Report",
+            "report-1",
+            "",
+        ]
         for i, name in enumerate(names):
             self.store.create(snapshot(f"t-{i}", name=name, created=i))
 
@@ -381,7 +391,7 @@ class StoreContract:
         assert by_prefix("a\\\\") == ["a\\\\b"], "'\\\\' must be literal"
         assert by_prefix("rep") == ["report-1"], "name_prefix is case-sensitive"
         assert by_prefix("report-1") == ["report-1"], "a full name is its own prefix"
-        assert by_prefix("") == names, "the empty prefix matches every name"
+        assert by_prefix("") == names, "the empty prefix matches every name, even ''"
 
     @checks("QUERY-TAG-EXACT")
     def test_query_tag_exact__no_substring_matches(self) -> None:
