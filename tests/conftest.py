@@ -8,4 +8,5 @@ pytest.register_assert_rewrite(
     "chongming_conformance.contract",
     "chongming_conformance.properties",
     "chongming_conformance.stateful",
+    "chongming_conformance._model",
 )

@@ -42,6 +42,7 @@ pytest.register_assert_rewrite(
     "chongming_conformance.contract",
     "chongming_conformance.properties",
     "chongming_conformance.stateful",
+    "chongming_conformance._model",
     "chongming_conformance.stress",
 )
 
@@ -424,6 +425,19 @@ def _stress_profile(config: pytest.Config) -> Any:
         raise pytest.UsageError(f"--chongming-stress: {exc}.") from None
 
 
+_BLAME = re.compile(r"^(?:E\s+)?chongming-blame: (.*)$", re.MULTILINE)
+
+
+def _blames(text: str, declared: Iterable[str]) -> tuple[str, ...]:
+    """Clauses a failure's ``chongming-blame:`` note names, among those the test declares.
+
+    Empty (blame everything the test declares) when there is no note or it names
+    none of the declared clauses -- the conservative reading.
+    """
+    named = {c.strip() for m in _BLAME.finditer(text) for c in m.group(1).split(",")}
+    return tuple(sorted(named & set(declared)))
+
+
 def _under(path: Path, parent: Path) -> bool:
     return path == parent or parent in path.parents
 
@@ -776,6 +790,7 @@ class ConformanceRun:
                 result.outcome = "failed"
                 where = "" if first.when == "call" else f"[{first.when}] "
                 result.message = where + text[-_MESSAGE_LIMIT:]
+                result.blames = _blames(text, self.suite_items.get(nodeid, ()))
         elif xfailed:
             result.outcome = "xfailed"
             result.message = f"expected failure: {xfailed[0].wasxfail}\n" + (

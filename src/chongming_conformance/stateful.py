@@ -35,10 +35,11 @@ The machine holds the store to one SHOULD-level decision besides the MUSTs:
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -53,6 +54,7 @@ from hypothesis.stateful import (
 
 from . import strategies as cst
 from ._model import Model, check_claim, check_prune, check_query, expected_counts
+from .blame import blame, same_snapshot
 from .clauses import checks
 from .errors import ConcurrencyConflict, StoreError
 from .factory import enter_store
@@ -140,9 +142,7 @@ _SNAPSHOT_FIELDS: dict[str, Any] = {
 }
 
 _AFTER_CLOSE: dict[str, Callable[[TaskStore], object]] = {
-    "create": lambda s: s.create(
-        TaskSnapshot("x", "x", TaskStatus.PENDING, 1, EPOCH, EPOCH)
-    ),
+    "create": lambda s: s.create(TaskSnapshot("x", "x", TaskStatus.PENDING, 1, EPOCH, EPOCH)),
     "save": lambda s: s.save(
         TaskSnapshot("x", "x", TaskStatus.PENDING, 2, EPOCH, EPOCH), expect_version=1
     ),
@@ -152,9 +152,7 @@ _AFTER_CLOSE: dict[str, Callable[[TaskStore], object]] = {
     "append": lambda s: s.append(Transition("x", 1, None, TaskStatus.PENDING, EPOCH)),
     "history": lambda s: s.history("x"),
     "touch": lambda s: s.touch("x", heartbeat_at=EPOCH),
-    "submit_command": lambda s: s.submit_command(
-        Command("x", "x", CommandKind.STOP, "me", EPOCH)
-    ),
+    "submit_command": lambda s: s.submit_command(Command("x", "x", CommandKind.STOP, "me", EPOCH)),
     "claim_commands": lambda s: s.claim_commands(now=EPOCH, lease_seconds=1.0),
     "complete_command": lambda s: s.complete_command("x", now=EPOCH),
     "release_command": lambda s: s.release_command("x", now=EPOCH),
@@ -176,6 +174,26 @@ def _raises(exc_type: type[Exception], call: Callable[[], object], what: str) ->
 
 def _same(expected: object, actual: object, what: str) -> None:
     assert actual == expected, f"{what}:\n  expected {expected!r}\n  got      {actual!r}"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+def _blamed(*clause_ids: str) -> Callable[[F], F]:
+    """Blame any failure inside a rule on the clauses that rule exercises."""
+    checks(*clause_ids)  # unknown ids fail at import
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:
+                blame(exc, clause_ids)
+                raise
+
+        return cast(F, wrapper)
+
+    return decorate
 
 
 class StoreStateMachine(RuleBasedStateMachine):
@@ -221,6 +239,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         target=tasks,
         snapshot=cst.snapshots(**_SNAPSHOT_FIELDS) | cst.snapshots(full=True, **_SNAPSHOT_FIELDS),
     )
+    @_blamed(
+        "CREATE-THEN-GET",
+        "CREATE-DUPLICATE-RAISES",
+        "SNAPSHOT-FULL-ROUNDTRIP",
+        "TIME-UTC-ROUNDTRIP",
+    )
     def create(self, snapshot: TaskSnapshot) -> str:
         before = self.model.tasks.get(snapshot.task_id)
         if self.model.create(snapshot):
@@ -240,6 +264,15 @@ class StoreStateMachine(RuleBasedStateMachine):
         lease_owner=st.none() | cst.texts(max_size=4),
         full=st.booleans(),
         data=st.data(),
+    )
+    @_blamed(
+        "SAVE-CAS",
+        "SAVE-CONFLICT-RAISES",
+        "SAVE-VERSION-SKIP",
+        "SAVE-KEEPS-LEASE",
+        "SAVE-MISSING-RAISES",
+        "SNAPSHOT-FULL-ROUNDTRIP",
+        "TIME-UTC-ROUNDTRIP",
     )
     def save(
         self,
@@ -267,7 +300,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         before = self.model.tasks[task_id]
         if self.model.save(new, expect):
             self.store.save(new, expect_version=expect)
-            _same(self.model.tasks[task_id], self.store.get(task_id), "get() after save()")
+            same_snapshot(
+                self.model.tasks[task_id],
+                self.store.get(task_id),
+                "get() after save()",
+                lease_clause="SAVE-KEEPS-LEASE",
+            )
         else:
             what = f"save(expect_version={expect}) over stored v{held}"
             _raises(ConcurrencyConflict, lambda: self.store.save(new, expect_version=expect), what)
@@ -275,12 +313,26 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule(task_id=tasks | _IDS)
+    @_blamed("GET-MISSING-NONE", "CREATE-THEN-GET", "PRUNE-TERMINAL-ONLY", "PRUNE-OLDEST-FIRST")
     def get(self, task_id: str) -> None:
         _same(self.model.tasks.get(task_id), self.store.get(task_id), f"get({task_id!r})")
 
     @precondition(lambda self: not self.closed)
-    @rule(
-        q=cst.queries()
+    @rule(q=cst.queries())
+    @_blamed(
+        "QUERY-ALL",
+        "QUERY-ORDER-CREATED",
+        "QUERY-TIES-COMPLETE",
+        "QUERY-STATUSES",
+        "QUERY-NAME-EXACT",
+        "QUERY-NAME-PREFIX-LITERAL",
+        "QUERY-TAG-EXACT",
+        "QUERY-BUCKETS",
+        "QUERY-PIPELINE",
+        "QUERY-LIMIT",
+        "QUERY-FILTERS-COMBINE",
+        "QUERY-EMPTY-SET-MATCHES-NOTHING",
+        "TIME-INSTANT-ORDER",
     )
     def query(self, q: TaskQuery) -> None:
         check_query(self.store.query(q), self.model.tasks.values(), q)
@@ -289,6 +341,7 @@ class StoreStateMachine(RuleBasedStateMachine):
     # -- history ---------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
     @rule(task_id=tasks | _IDS, version=st.integers(0, 4), to_status=cst.statuses())
+    @_blamed("APPEND-IDEMPOTENT", "APPEND-FIRST-WINS")
     def append(self, task_id: str, version: int, to_status: TaskStatus) -> None:
         # A replay of an existing (task_id, version) carries the same content, as
         # crash recovery does; differing content is APPEND-FIRST-WINS (a SHOULD).
@@ -300,6 +353,15 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule(task_id=tasks | _IDS, since=st.integers(0, 5))
+    @_blamed(
+        "APPEND-IDEMPOTENT",
+        "HISTORY-ORDERED",
+        "HISTORY-SINCE",
+        "HISTORY-PER-TASK",
+        "HISTORY-UNKNOWN-EMPTY",
+        "TRANSITION-ROUNDTRIP",
+        "PRUNE-HISTORY",
+    )
     def history(self, task_id: str, since: int) -> None:
         _same(
             self.model.history_of(task_id, since),
@@ -317,6 +379,13 @@ class StoreStateMachine(RuleBasedStateMachine):
         until_us=st.none() | st.sampled_from(_STEPS_US),
         zone=cst.offsets(),
     )
+    @_blamed(
+        "TOUCH-NO-VERSION",
+        "TOUCH-ONLY-NAMED-FIELDS",
+        "TOUCH-MISSING-IGNORED",
+        "TOUCH-LEASE",
+        "TOUCH-SIGNALS-SEPARATE",
+    )
     def touch(
         self,
         task_id: str,
@@ -333,7 +402,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         self.model.touch(
             task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
         )
-        _same(self.model.tasks.get(task_id), self.store.get(task_id), "get() after touch()")
+        same_snapshot(
+            self.model.tasks.get(task_id),
+            self.store.get(task_id),
+            "get() after touch()",
+            version_clause="TOUCH-NO-VERSION",
+        )
 
     # -- commands --------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
@@ -346,6 +420,7 @@ class StoreStateMachine(RuleBasedStateMachine):
         kind=st.sampled_from(CommandKind),
         outcome=st.none() | cst.texts(max_size=4),
     )
+    @_blamed("SUBMIT-DUPLICATE-RAISES")
     def submit_command(
         self,
         command_id: str,
@@ -369,6 +444,21 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule(lease=st.sampled_from(_LEASES), limit=st.sampled_from((0, 1, 2, 50)), zone=cst.offsets())
+    @_blamed(
+        "SUBMIT-THEN-CLAIM",
+        "COMMAND-ROUNDTRIP",
+        "CLAIM-LEASE-EXCLUSIVE",
+        "CLAIM-LEASE-BOUNDARY",
+        "CLAIM-EXPIRED-RECLAIM",
+        "CLAIM-ORDER",
+        "CLAIM-LIMIT",
+        "COMPLETE-NEVER-RECLAIMED",
+        "COMPLETE-IDEMPOTENT",
+        "RELEASE-NOT-COMPLETE",
+        "RELEASE-FINISHED-NOOP",
+        "PRUNE-COMMANDS",
+        "TIME-INSTANT-ORDER",
+    )
     def claim_commands(self, lease: float, limit: int, zone: tzinfo) -> None:
         now = self.now(zone)
         claimed = list(self.store.claim_commands(now=now, lease_seconds=lease, limit=limit))
@@ -378,8 +468,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         self.model.adopt_claim(claimed)
 
     @precondition(lambda self: not self.closed)
-    @rule(command_id=commands | _COMMAND_IDS, outcome=st.none() | cst.texts(max_size=4),
-          zone=cst.offsets())
+    @rule(
+        command_id=commands | _COMMAND_IDS,
+        outcome=st.none() | cst.texts(max_size=4),
+        zone=cst.offsets(),
+    )
+    @_blamed("COMPLETE-IDEMPOTENT")
     def complete_command(self, command_id: str, outcome: str | None, zone: tzinfo) -> None:
         now = self.now(zone)
         self.store.complete_command(command_id, now=now, outcome=outcome)
@@ -387,6 +481,7 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule(command_id=commands | _COMMAND_IDS, zone=cst.offsets())
+    @_blamed("RELEASE-FINISHED-NOOP")
     def release_command(self, command_id: str, zone: tzinfo) -> None:
         self.store.release_command(command_id, now=self.now(zone))
         self.model.release(command_id)
@@ -394,6 +489,7 @@ class StoreStateMachine(RuleBasedStateMachine):
     # -- operations ------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
     @rule(keep=st.integers(0, 4))
+    @_blamed("PRUNE-TERMINAL-ONLY", "PRUNE-OLDEST-FIRST", "PRUNE-HISTORY", "PRUNE-COMMANDS")
     def prune(self, keep: int) -> None:
         returned = self.store.prune(keep_terminal=keep)
         left = {t.task_id for t in self.store.query()}
@@ -404,6 +500,7 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed and self.steps >= self.close_after)
     @rule()
+    @_blamed("CLOSE-IDEMPOTENT")
     def close(self) -> None:
         self.store.close()
         self.store.close()  # idempotent
@@ -411,16 +508,17 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.closed)
     @rule(method=st.sampled_from(sorted(_AFTER_CLOSE)))
+    @_blamed("CLOSE-THEN-STOREERROR")
     def use_after_close(self, method: str) -> None:
         _raises(StoreError, lambda: _AFTER_CLOSE[method](self.store), f"{method}() after close()")
 
     # -- invariants ------------------------------------------------------------------
     @invariant()
+    @_blamed("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
     def counts_match(self) -> None:
         self.steps += 1
         if not self.closed:
-            _same(expected_counts(self.model.tasks.values()), dict(self.store.counts()),
-                  "counts()")
+            _same(expected_counts(self.model.tasks.values()), dict(self.store.counts()), "counts()")
 
 
 class StoreStateMachineTests:

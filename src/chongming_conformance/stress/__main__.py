@@ -1,7 +1,7 @@
 """``python -m chongming_conformance.stress MODULE:ATTR``: run the scenarios, print a table.
 
 ``MODULE:ATTR`` names a ``make_shared_store`` factory. Exit status 0 when every
-scenario passes, 1 otherwise. The same numbers feed docs/benchmarks-stress.md.
+scenario passes, 1 otherwise. The same numbers feed docs/benchmarks.md.
 """
 
 from __future__ import annotations

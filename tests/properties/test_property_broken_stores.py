@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from broken_stores import (
+from hypothesis import Phase, settings
+from hypothesis.errors import HypothesisException
+from property_broken_stores import (
     BROKEN_STORES,
     ClaimIgnoresLease,
     PruneDropsNonTerminal,
@@ -25,9 +27,8 @@ from broken_stores import (
     TouchBumpsVersion,
     UnescapedLikePrefix,
 )
-from hypothesis import Phase, settings
-from hypothesis.errors import HypothesisException
 
+from chongming_conformance.blame import BLAME_NOTE
 from chongming_conformance.profiles import PROFILES
 from chongming_conformance.properties import StoreProperties
 from chongming_conformance.stateful import StoreStateMachineTests
@@ -97,3 +98,29 @@ def test_broken_store_is_caught(store_type: type[InMemoryTaskStore], check: str)
 def test_the_same_checks_pass_on_the_correct_store(check: str) -> None:
     """Control: with the bug removed, the very same deterministic run passes."""
     getattr(_suite_for(InMemoryTaskStore, check), check)()
+
+
+#: broken store -> the one clause its failures must be blamed on (where it can be told).
+BLAMED = {
+    SaveClobbersLease: "SAVE-KEEPS-LEASE",
+    TouchBumpsVersion: "TOUCH-NO-VERSION",
+}
+
+
+@pytest.mark.parametrize(
+    ("store_type", "check"),
+    [
+        pytest.param(store, check, id=f"{store.__name__}-{check}")
+        for store in BLAMED
+        for check in CATCHERS[store]
+    ],
+)
+def test_failure_is_blamed_on_the_broken_clause(
+    store_type: type[InMemoryTaskStore], check: str
+) -> None:
+    """Many-clause checks say which clause broke, so the report fails only that one."""
+    suite = _suite_for(store_type, check)
+    with pytest.raises(AssertionError) as caught:
+        getattr(suite, check)()
+    notes = [n for n in getattr(caught.value, "__notes__", []) if n.startswith(BLAME_NOTE)]
+    assert notes == [BLAME_NOTE + BLAMED[store_type]], notes

@@ -1,7 +1,7 @@
 """Deliberately broken stores: each overrides one method of InMemoryTaskStore with a real bug.
 
 Every one of them must be caught by a property or the state machine
-(tests/hypothesis/test_broken_stores.py). They emulate what a SQL store gets
+(tests/properties/test_property_broken_stores.py). They emulate what a SQL store gets
 wrong, on top of the in-memory store so that each has exactly one bug.
 """
 

@@ -1,0 +1,45 @@
+"""How a failure's ``chongming-blame`` note narrows the clauses it fails."""
+
+from __future__ import annotations
+
+from chongming_conformance.capabilities import Capabilities
+from chongming_conformance.plugin import _blames
+from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS, TestResult, evaluate
+
+MACHINE = "suite/test_stateful.py::TestStoreStateMachine::test_state_machine"
+CONTRACT_GET = "suite/test_contract.py::TestStoreContract::test_create_then_get__x"
+CONTRACT_LEASE = "suite/test_contract.py::TestStoreContract::test_save_keeps_lease__x"
+
+
+def outcomes(machine: TestResult, extra: dict[str, list[TestResult]]) -> dict[str, str]:
+    clause_tests = {cid: [machine] for cid in ("CREATE-THEN-GET", "SAVE-KEEPS-LEASE", "SAVE-CAS")}
+    for cid, tests in extra.items():
+        clause_tests[cid] = clause_tests[cid] + tests
+    results = evaluate(clause_tests, Capabilities(), shared_available=True)
+    return {r.clause.id: r.outcome for r in results if r.clause.id in clause_tests}
+
+
+def test_blamed_failure_fails_only_the_blamed_clause() -> None:
+    machine = TestResult(MACHINE, "failed", message="boom", blames=("SAVE-KEEPS-LEASE",))
+    got = outcomes(
+        machine,
+        {
+            "CREATE-THEN-GET": [TestResult(CONTRACT_GET, "passed")],
+            "SAVE-KEEPS-LEASE": [TestResult(CONTRACT_LEASE, "passed")],
+        },
+    )
+    assert got == {"CREATE-THEN-GET": PASS, "SAVE-KEEPS-LEASE": FAIL, "SAVE-CAS": NOT_VERIFIED}
+
+
+def test_unattributed_failure_fails_every_declared_clause() -> None:
+    machine = TestResult(MACHINE, "failed", message="boom")
+    got = outcomes(machine, {"CREATE-THEN-GET": [TestResult(CONTRACT_GET, "passed")]})
+    assert got == {"CREATE-THEN-GET": FAIL, "SAVE-KEEPS-LEASE": FAIL, "SAVE-CAS": FAIL}
+
+
+def test_blame_note_is_read_from_pytest_failure_text() -> None:
+    text = "E       AssertionError: get() after save()\nE       chongming-blame: SAVE-KEEPS-LEASE\n"
+    assert _blames(text, ("SAVE-CAS", "SAVE-KEEPS-LEASE")) == ("SAVE-KEEPS-LEASE",)
+    # A note naming nothing the test declares is ignored: blame everything (conservative).
+    assert _blames(text, ("SAVE-CAS",)) == ()
+    assert _blames("E   AssertionError: x", ("SAVE-CAS",)) == ()
