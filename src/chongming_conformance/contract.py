@@ -28,6 +28,7 @@ from dataclasses import fields, replace
 from datetime import UTC, timedelta
 from typing import Any
 
+from ._checks import expect_raises as _raises
 from .clauses import checks
 from .errors import ConcurrencyConflict, StoreError
 from .factory import enter_store, protocol_mismatches
@@ -56,19 +57,6 @@ from .samples import (
 __all__ = ["StoreContract"]
 
 LEASE = 30.0  # seconds; the lease every claim in the contract asks for
-
-
-def _raises(exc_type: type[BaseException], call: Callable[[], object], what: str) -> Any:
-    """Assert that ``call()`` raises ``exc_type``; return the exception."""
-    try:
-        call()
-    except exc_type as exc:
-        return exc
-    except Exception as exc:
-        raise AssertionError(
-            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
-        ) from exc
-    raise AssertionError(f"{what}: expected {exc_type.__name__}, nothing was raised")
 
 
 def _diff(expected: object, actual: object) -> str:

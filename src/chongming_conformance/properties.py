@@ -40,6 +40,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from . import strategies as cst
+from ._checks import QUERY_CLAUSES
 from ._model import Model, check_claim, check_prune, check_query, expected_counts
 from .blame import same_snapshot
 from .clauses import checks
@@ -366,21 +367,7 @@ class StoreProperties:
         self.run_property(prop, first=_ANY_SNAPSHOT, data=st.data())
 
     # -- query and counts -----------------------------------------------------------------
-    @checks(
-        "QUERY-ALL",
-        "QUERY-ORDER-CREATED",
-        "QUERY-TIES-COMPLETE",
-        "QUERY-STATUSES",
-        "QUERY-NAME-EXACT",
-        "QUERY-NAME-PREFIX-LITERAL",
-        "QUERY-TAG-EXACT",
-        "QUERY-BUCKETS",
-        "QUERY-PIPELINE",
-        "QUERY-LIMIT",
-        "QUERY-FILTERS-COMBINE",
-        "QUERY-EMPTY-SET-MATCHES-NOTHING",
-        "TIME-INSTANT-ORDER",
-    )
+    @checks(*QUERY_CLAUSES)
     def test_query_matches_model(self) -> None:
         """Random tasks, random TaskQuery: the result is a valid answer of the model."""
 

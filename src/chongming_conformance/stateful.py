@@ -53,6 +53,8 @@ from hypothesis.stateful import (
 )
 
 from . import strategies as cst
+from ._checks import QUERY_CLAUSES
+from ._checks import expect_raises as _raises
 from ._model import Model, check_claim, check_prune, check_query, expected_counts
 from .blame import blame, same_snapshot
 from .clauses import checks
@@ -158,18 +160,6 @@ _AFTER_CLOSE: dict[str, Callable[[TaskStore], object]] = {
     "release_command": lambda s: s.release_command("x", now=EPOCH),
     "prune": lambda s: s.prune(keep_terminal=0),
 }
-
-
-def _raises(exc_type: type[Exception], call: Callable[[], object], what: str) -> Exception:
-    try:
-        call()
-    except exc_type as exc:
-        return exc
-    except Exception as exc:
-        raise AssertionError(
-            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
-        ) from exc
-    raise AssertionError(f"{what}: expected {exc_type.__name__}, nothing was raised")
 
 
 def _same(expected: object, actual: object, what: str) -> None:
@@ -319,21 +309,7 @@ class StoreStateMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule(q=cst.queries())
-    @_blamed(
-        "QUERY-ALL",
-        "QUERY-ORDER-CREATED",
-        "QUERY-TIES-COMPLETE",
-        "QUERY-STATUSES",
-        "QUERY-NAME-EXACT",
-        "QUERY-NAME-PREFIX-LITERAL",
-        "QUERY-TAG-EXACT",
-        "QUERY-BUCKETS",
-        "QUERY-PIPELINE",
-        "QUERY-LIMIT",
-        "QUERY-FILTERS-COMBINE",
-        "QUERY-EMPTY-SET-MATCHES-NOTHING",
-        "TIME-INSTANT-ORDER",
-    )
+    @_blamed(*QUERY_CLAUSES)
     def query(self, q: TaskQuery) -> None:
         check_query(self.store.query(q), self.model.tasks.values(), q)
         check_query(self.store.query(), self.model.tasks.values(), None)
