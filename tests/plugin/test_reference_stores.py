@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from plugin_helpers import clause, load_report, run, table_outcome
 
@@ -69,12 +67,8 @@ def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, m
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("postgres_dsn")  # visible skip, or a failure when required
 def test_postgres_store_is_green(pytester: pytest.Pytester) -> None:
-    dsn = os.environ.get("CHONGMING_TEST_POSTGRES")
-    if not dsn:
-        if os.environ.get("CHONGMING_REQUIRE_POSTGRES") == "1":
-            pytest.fail("CHONGMING_REQUIRE_POSTGRES=1 but CHONGMING_TEST_POSTGRES is not set")
-        pytest.skip("CHONGMING_TEST_POSTGRES is not set: Postgres run through the plugin skipped")
     result = run(pytester, "--chongming-store=reference_stores.postgres:make_store")
     assert result.ret == 0, result.stdout.str()
     assert table_outcome(result.stdout.str(), "QUERY-TAG-EXACT") == "PASS"

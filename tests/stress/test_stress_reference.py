@@ -43,8 +43,8 @@ class TestPostgresStress(StressContract):
     stress_profile = "ci"
 
     @pytest.fixture(autouse=True)
-    def _server(self, stress_postgres_dsn: str) -> None:
-        assert stress_postgres_dsn
+    def _server(self, postgres_dsn: str) -> None:
+        assert postgres_dsn
 
     def make_shared_store(self) -> Any:
         return postgres.make_shared_store()
