@@ -56,31 +56,27 @@ DEFAULT_PROFILE = "ci"
 
 _UNCHOSEN = frozenset({"default", "ci"})  # hypothesis' built-ins, loaded without being asked
 
-settings.register_profile(
-    PROFILES["quick"],
-    max_examples=10,
-    stateful_step_count=30,
+# Every profile: stores do I/O, so no per-example deadline and no too_slow health
+# check; a failure prints its reproduction blob.
+_BASE = settings(
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
+settings.register_profile(PROFILES["quick"], parent=_BASE, max_examples=10, stateful_step_count=30)
 settings.register_profile(
     PROFILES["ci"],
+    parent=_BASE,
     max_examples=100,
     stateful_step_count=50,
     derandomize=True,
     database=None,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
     PROFILES["thorough"],
+    parent=_BASE,
     max_examples=400,
     stateful_step_count=100,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
     phases=tuple(Phase),
 )
 
