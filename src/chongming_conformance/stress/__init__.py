@@ -12,9 +12,9 @@ from __future__ import annotations
 from .contract import StressContract
 from .harness import Anomaly, Opener
 from .integrity import sqlite_integrity, sqlite_opener_integrity
-from .profile import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
 from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_all, run_scenario
-from .scenarios import SCENARIOS
+from .scenarios import SCENARIOS, Scenario
+from .stress_profiles import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -23,6 +23,7 @@ __all__ = [
     "Anomaly",
     "IntegrityCheck",
     "Opener",
+    "Scenario",
     "ScenarioResult",
     "StressContract",
     "StressProfile",
