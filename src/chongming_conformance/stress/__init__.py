@@ -5,6 +5,12 @@ A backend shares one store location across processes through
 ``run_scenario(name, opener, profile)`` runs one scenario in spawned worker
 processes and returns a ``ScenarioResult`` with the anomalies it found;
 ``StressContract`` wraps every scenario as a test method.
+
+Layout: ``scenarios/<name>.py`` -- one per scenario: its worker roles, setup
+and verdict, registered with the clause it proves; ``harness`` -- spawning,
+barrier, deadlines, logs; ``runner`` -- one scenario run to a result;
+``records`` -- what workers write and log; ``stress_profiles`` -- how hard a
+run pushes; ``contract`` -- the tests generated from the registry.
 """
 
 from __future__ import annotations

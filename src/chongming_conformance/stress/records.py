@@ -1,8 +1,8 @@
-"""Deterministic builders and result summaries shared by workers and checkers.
+"""What workers write and what they log: deterministic builders and result summaries.
 
 Workers never exchange objects: each rebuilds the same snapshots, transitions
 and commands from names and round numbers, and logs JSON summaries of what
-the store returned.
+the store returned; a scenario's verdict rebuilds the same records to compare.
 """
 
 from __future__ import annotations
