@@ -14,11 +14,10 @@ from typing import Any
 
 from multiprocess.reduction import ForkingPickler
 
-from ..clauses import clauses_of
 from ..factory import StoreShapeError, protocol_mismatches
 from .harness import Anomaly, Harness, Opener
-from .profile import StressProfile, get_profile
 from .scenarios import SCENARIOS
+from .stress_profiles import StressProfile, get_profile
 
 __all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_all", "run_scenario"]
 
@@ -158,7 +157,7 @@ def run_scenario(
         raise ValueError(f"unknown stress scenario {name!r}; known: {', '.join(SCENARIOS)}")
     prof = get_profile(profile)
     scenario = SCENARIOS[name]
-    result = ScenarioResult(name, clauses_of(scenario), prof.name)
+    result = ScenarioResult(name, scenario.clauses, prof.name)
     problem = _check_picklable(opener)
     if problem is not None:
         result.errors.append(problem)
@@ -167,7 +166,7 @@ def run_scenario(
     h = Harness(name, opener, prof, logdir)
     started = time.monotonic()
     try:
-        scenario(h)
+        scenario.run(h)
     except Exception as exc:
         h.errors.append(f"scenario {name!r} failed in the parent: {type(exc).__name__}: {exc}\n"
                         + traceback.format_exc(limit=6))
@@ -208,7 +207,7 @@ def run_all(
             try:
                 opener = enter_shared(make_shared_store, stack)
             except Exception as exc:
-                failed = ScenarioResult(name, clauses_of(SCENARIOS[name]),
+                failed = ScenarioResult(name, SCENARIOS[name].clauses,
                                         get_profile(profile).name)
                 failed.errors.append(f"make_shared_store() failed: {type(exc).__name__}: {exc}")
                 results.append(failed)
