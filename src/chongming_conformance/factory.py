@@ -183,7 +183,8 @@ def enter_opener(
         opener = stack.enter_context(produced)
     else:
         opener = produced
-    if not protocol_mismatches(opener):
+    if not isinstance(opener, type) and not protocol_mismatches(opener):
+        # (A store class is a fine opener: calling it opens a store.)
         raise StoreShapeError(
             f"{origin} gave a store ({type(opener).__qualname__}), not an opener: return a "
             "zero-argument callable that opens a new store on the shared location, e.g. "
