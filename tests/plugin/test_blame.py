@@ -9,6 +9,7 @@ from chongming_conformance.report import (
     PASS,
     TestResult,
     blamed_among,
+    parse_blames,
     evaluate,
 )
 
@@ -49,3 +50,13 @@ def test_blame_note_is_read_from_pytest_failure_text() -> None:
     # A note naming nothing the test declares is ignored: blame everything (conservative).
     assert blamed_among(text, ("SAVE-CAS",)) == ()
     assert blamed_among("E   AssertionError: x", ("SAVE-CAS",)) == ()
+
+
+def test_every_blame_note_is_parsed_in_order_without_repeats() -> None:
+    text = (
+        "E       chongming-blame: SAVE-KEEPS-LEASE, SAVE-CAS\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "chongming-blame: SAVE-CAS\n"
+    )
+    assert parse_blames(text) == ("SAVE-CAS", "SAVE-KEEPS-LEASE")
+    assert parse_blames("AssertionError: chongming-blame: SAVE-CAS") == ()  # not a note line

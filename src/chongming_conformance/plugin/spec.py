@@ -58,6 +58,13 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
+def _raised(where: str, spec: str, doing: str, exc: BaseException) -> pytest.UsageError:
+    """The usage error for an exception the author's code raised: what, then their traceback."""
+    return pytest.UsageError(
+        f"{where}={spec!r}: {doing} {type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"
+    )
+
+
 def _import(modname: str, spec: str, where: str, invocation_dir: Path) -> ModuleType:
     try:
         return importlib.import_module(modname)
@@ -78,10 +85,7 @@ def _import(modname: str, spec: str, where: str, invocation_dir: Path) -> Module
             "(pytest's `pythonpath` ini option)."
         ) from None
     except BaseException as exc:
-        raise pytest.UsageError(
-            f"{where}={spec!r}: importing module {modname!r} raised "
-            f"{type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"
-        ) from None
+        raise _raised(where, spec, f"importing module {modname!r} raised", exc) from None
 
 
 def resolve_spec(
@@ -142,10 +146,7 @@ def _open_check(factory: Callable[[], Any], spec: str, where: str, timeout: floa
         except StoreCallTimeout as exc:
             raise pytest.UsageError(f"{where}={spec!r}: {exc}") from None
         except BaseException as exc:
-            raise pytest.UsageError(
-                f"{where}={spec!r}: calling {label} raised {type(exc).__name__}: {exc}\n"
-                f"{_indent(_tb(exc))}"
-            ) from None
+            raise _raised(where, spec, f"calling {label} raised", exc) from None
         try:
             store = call_with_timeout(
                 label, timeout, lambda: enter_store(lambda: produced, stack, origin=label)
@@ -156,19 +157,13 @@ def _open_check(factory: Callable[[], Any], spec: str, where: str, timeout: floa
             # Any form: what the factory gave (returned, yielded, entered) is not a store.
             raise pytest.UsageError(f"{where}={spec!r}: {exc}. {_SHAPE_HINT}") from None
         except BaseException as exc:
-            raise pytest.UsageError(
-                f"{where}={spec!r}: opening a store with {label} failed with "
-                f"{type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"
-            ) from None
+            raise _raised(where, spec, f"opening a store with {label} failed with", exc) from None
         described = f"{type(store).__module__}.{type(store).__qualname__}"
         shown = repr(store)
         try:
             stack.close()
         except BaseException as exc:
-            raise pytest.UsageError(
-                f"{where}={spec!r}: closing the store from {label} raised "
-                f"{type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"
-            ) from None
+            raise _raised(where, spec, f"closing the store from {label} raised", exc) from None
     return described + "\n" + mask_secrets(shown[:500])
 
 
@@ -194,10 +189,7 @@ def _check_shared(factory: Callable[[], Any], spec: str, where: str, timeout: fl
     except StoreShapeError as exc:
         raise pytest.UsageError(f"{where}={spec!r}: {exc}.") from None
     except BaseException as exc:
-        raise pytest.UsageError(
-            f"{where}={spec!r}: setting up the shared store failed with "
-            f"{type(exc).__name__}: {exc}\n{_indent(_tb(exc))}"
-        ) from None
+        raise _raised(where, spec, "setting up the shared store failed with", exc) from None
 
 
 def _shared_factory(

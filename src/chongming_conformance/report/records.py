@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 from ..clauses import Clause, Scope
-from .schema import Enum
+from .schema import Enum, as_json
 
 __all__ = [
     "DEVIATION",
@@ -72,8 +72,6 @@ class TestResult:
     blames: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        from .schema import as_json
-
         encoded: dict[str, object] = as_json(self)
         return encoded
 
