@@ -9,8 +9,8 @@ from chongming_conformance.report import (
     PASS,
     TestResult,
     blamed_among,
-    parse_blames,
     evaluate,
+    parse_blames,
 )
 
 MACHINE = "suite/test_stateful.py::TestStoreStateMachine::test_state_machine"
