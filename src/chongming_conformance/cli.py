@@ -9,14 +9,14 @@ exit status.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .clauses import CATALOGUE_VERSION, CLAUSES
+from .clauses import CATALOGUE_VERSION
+from .report.catalogue import render_catalogue
 
 __all__ = ["DEFAULT_SPEC", "main"]
 
@@ -59,36 +59,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _clauses(fmt: str) -> str:
-    if fmt == "json":
-        doc = {
-            "catalogue_version": CATALOGUE_VERSION,
-            "clauses": [
-                {
-                    "id": c.id,
-                    "level": c.level.value,
-                    "section": c.section,
-                    "scope": c.scope.value,
-                    "text": c.text,
-                }
-                for c in CLAUSES.values()
-            ],
-        }
-        return json.dumps(doc, indent=2, ensure_ascii=False)
-    lines = [
-        f"# chongming-conformance clause catalogue {CATALOGUE_VERSION}",
-        "",
-        "| ID | Level | Section | Scope | Requirement |",
-        "|---|---|---|---|---|",
-    ]
-    for c in CLAUSES.values():
-        text = c.text.replace("|", "\\|")
-        lines.append(
-            f"| `{c.id}` | {c.level.value} | {c.section} | {c.scope.value} | {text} |"
-        )
-    return "\n".join(lines)
-
-
 def _pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args = [f"--chongming-store={ns.spec or os.environ.get('CHONGMING_STORE') or DEFAULT_SPEC}"]
     args.append("--chongming-suite-only")
@@ -122,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command == "clauses":
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        print(_clauses(ns.format))
+        print(render_catalogue(ns.format))
         return 0
     if ns.command == "check":
         # A fresh interpreter: this one has already imported the package, which would
