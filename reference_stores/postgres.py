@@ -103,7 +103,10 @@ __all__ = [
 #: Environment variable holding the DSN used by make_store()/make_shared_store().
 DSN_ENV = "CHONGMING_TEST_POSTGRES"
 #: Version of the DDL below; the store refuses a schema with another version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: counts() counters are striped over this many rows per status, picked by the
+#: writing backend's pid, so concurrent writers rarely wait on one counter row.
+COUNTER_SLOTS = 64
 
 _TASK_DT = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at", "lease_until")
 _COMMAND_DT = ("created_at", "lease_until", "finished_at")
@@ -166,8 +169,72 @@ _DDL_V1: tuple[str, ...] = (
     "(created_at, command_id) WHERE finished_at IS NULL",
     "CREATE INDEX IF NOT EXISTS commands_task_idx ON {schema}.commands (task_id)",
 )
+# Version 2: hot reads flat from 10k to 1M tasks (docs/benchmarks.md).
+_DDL_V2: tuple[str, ...] = (
+    # Filter and order in one index: "the bucket's tasks by created_at" reads
+    # LIMIT rows in order instead of sorting the bucket.
+    "DROP INDEX IF EXISTS {schema}.tasks_bucket_idx",
+    "CREATE INDEX tasks_bucket_idx ON {schema}.tasks (bucket, created_at, task_id)",
+    # "The bucket's RUNNING tasks": two equalities, then the order.
+    "DROP INDEX IF EXISTS {schema}.tasks_status_idx",
+    "CREATE INDEX tasks_status_idx ON {schema}.tasks (status, bucket, created_at, task_id)",
+    # counts() sums this table (at most statuses x COUNTER_SLOTS rows) instead of
+    # reading every task. Triggers keep it exact in the transaction that writes
+    # the tasks, whoever writes them (the store, COPY, an operator's SQL).
+    """CREATE TABLE IF NOT EXISTS {schema}.task_counts (
+        status text NOT NULL,
+        slot   integer NOT NULL,
+        n      bigint NOT NULL,
+        PRIMARY KEY (status, slot)
+    )""",
+    "INSERT INTO {schema}.task_counts (status, slot, n) "
+    "SELECT status, 0, count(*) FROM {schema}.tasks GROUP BY status",
+    # One function for the three triggers. The search_path is pinned to the
+    # schema (an identifier, quoted outside the body), so the body names no
+    # schema and a schema name can never break out of the function text.
+    # Deltas are summed per status and applied in status order, so two
+    # transactions lock counter rows in the same order (no deadlock); the slot
+    # is per backend, so concurrent connections update different rows.
+    """CREATE OR REPLACE FUNCTION {schema}.count_tasks() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = {schema}, pg_catalog AS $body$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            INSERT INTO task_counts AS c (status, slot, n)
+                SELECT status, pg_backend_pid() % {slots}, count(*) FROM new_rows
+                GROUP BY status ORDER BY status
+                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
+        ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO task_counts AS c (status, slot, n)
+                SELECT status, pg_backend_pid() % {slots}, -count(*) FROM old_rows
+                GROUP BY status ORDER BY status
+                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
+        ELSE  -- a row whose status changed (see the trigger's WHEN)
+            INSERT INTO task_counts AS c (status, slot, n)
+                SELECT status, pg_backend_pid() % {slots}, d
+                FROM (VALUES (OLD.status, -1), (NEW.status, 1)) AS changes (status, d)
+                ORDER BY status
+                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
+        END IF;
+        RETURN NULL;
+    END
+    $body$""".replace("{slots}", str(COUNTER_SLOTS)),
+    # Statement-level with transition tables: a COPY of a million rows is one
+    # trigger call and one GROUP BY, not a million counter updates.
+    "CREATE TRIGGER tasks_count_insert AFTER INSERT ON {schema}.tasks "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION {schema}.count_tasks()",
+    "CREATE TRIGGER tasks_count_delete AFTER DELETE ON {schema}.tasks "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION {schema}.count_tasks()",
+    # A status change is one row (save), so this one is row-level, which allows
+    # a column list and a WHEN: touch() never sets the column, and a save that
+    # keeps the status is filtered in C before any PL/pgSQL runs.
+    "CREATE TRIGGER tasks_count_update AFTER UPDATE OF status ON {schema}.tasks "
+    "FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) "
+    "EXECUTE FUNCTION {schema}.count_tasks()",
+)
 #: version -> DDL that brings a schema from version-1 to version.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1, 2: _DDL_V2}
 
 
 def _ident(schema: str, table: str) -> sql.Identifier:
@@ -215,11 +282,14 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in _MIGRATIONS[version]:
                 conn.execute(sql.SQL(statement).format(schema=s))
+        if current < SCHEMA_VERSION:
+            # One row per install or upgrade: the version it reached (a fresh
+            # install records only the final version; an upgrade adds a row).
             conn.execute(
                 sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
                     _ident(schema, "schema_version")
                 ),
-                [version],
+                [SCHEMA_VERSION],
             )
     return SCHEMA_VERSION
 
@@ -447,8 +517,9 @@ class PostgresTaskStore:
             tasks
         )
         self._sql_get = sql.SQL("SELECT * FROM {} WHERE task_id = %s").format(tasks)
-        self._sql_counts = sql.SQL("SELECT status, count(*) AS n FROM {} GROUP BY status").format(
-            tasks
+        # The trigger-maintained counters (see _DDL_V2): a few rows per status.
+        self._sql_counts = sql.SQL("SELECT status, sum(n) AS n FROM {} GROUP BY status").format(
+            _ident(self._schema, "task_counts")
         )
         self._sql_append = sql.SQL(
             "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (task_id, version) DO NOTHING"
