@@ -27,6 +27,9 @@ What it guarantees, and why:
   the text), and a partial index over unfinished commands for the claim.
   ``name_prefix`` uses ``starts_with()`` (PostgreSQL >= 11), so ``%`` and
   ``_`` are literal.
+* **counts() reads counters**, not the tasks: ``task_counts`` is kept by
+  triggers on ``tasks`` in the writing transaction, striped per backend so
+  concurrent writers do not queue on one row (docs/postgres.md).
 * **timestamptz everywhere**, sessions in UTC, values returned UTC-aware.
 * **Schema management is separate.** :func:`install_schema` (idempotent,
   versioned via a ``schema_version`` table) needs CREATE; the store itself only
@@ -196,9 +199,10 @@ _DDL_V2: tuple[str, ...] = (
     # One function for the three triggers. The search_path is pinned to the
     # schema (an identifier, quoted outside the body), so the body names no
     # schema and a schema name can never break out of the function text.
-    # Deltas are summed per status and applied in status order, so two
-    # transactions lock counter rows in the same order (no deadlock); the slot
-    # is per backend, so concurrent connections update different rows.
+    # Each statement's deltas are summed per status and applied in status
+    # order, so two of the store's transactions (one tasks statement each) lock
+    # counter rows in the same order: no deadlock. The slot is per backend, so
+    # concurrent connections mostly update different rows.
     """CREATE OR REPLACE FUNCTION {schema}.count_tasks() RETURNS trigger
     LANGUAGE plpgsql SET search_path = {schema}, pg_catalog AS $body$
     BEGIN

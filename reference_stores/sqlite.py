@@ -20,6 +20,10 @@ Does not
     * Match a tag containing NUL exactly: SQLite's JSON1 (3.40) truncates
       ``\\u0000`` when it decodes an array element.
 
+Scale: the bucket and status indexes carry the query order, and ``counts()``
+reads per-status counters kept in the writing transaction, so the hot reads
+stay flat from 10k to 1M tasks (docs/benchmarks.md).
+
 Copying it: the schema, the one-statement ``save``, the ``claim`` statement and
 the ``prune`` transaction are the parts that carry the contract; the rest is
 plumbing through ``chongming_conformance.codec``.
