@@ -49,6 +49,7 @@ from chongming_conformance import TaskStatus  # noqa: E402
 from chongming_conformance.samples import T0, at, command, snapshot  # noqa: E402
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+SQLITE_DIR: str | None = None  # --sqlite-dir; None = the system temp directory
 
 
 def load_before(store: str, ref: str) -> ModuleType:
@@ -72,7 +73,7 @@ def load_before(store: str, ref: str) -> ModuleType:
 @contextlib.contextmanager
 def open_store(module: ModuleType, kind: str, *, max_size: int = 4) -> Iterator[Any]:
     if kind == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="chongming-write-") as directory:
+        with tempfile.TemporaryDirectory(prefix="chongming-write-", dir=SQLITE_DIR) as directory:
             store = module.SqliteTaskStore(Path(directory) / "tasks.db")
             try:
                 yield store
@@ -92,10 +93,13 @@ def open_store(module: ModuleType, kind: str, *, max_size: int = 4) -> Iterator[
         module.drop_schema(dsn, schema)
 
 
-def _timed(work: Callable[[], int]) -> float:
+def _timed(work: Callable[[], int], results: dict[str, float], path: str) -> None:
+    """Record ops/s (wall) and client CPU µs/op (steadier on a loaded machine)."""
+    cpu = time.process_time()
     start = time.perf_counter()
     done = work()
-    return done / (time.perf_counter() - start)
+    results[path] = done / (time.perf_counter() - start)
+    results[f"{path} [CPU µs/op]"] = (time.process_time() - cpu) * 1e6 / done
 
 
 def measure(module: ModuleType, kind: str, n: int) -> dict[str, float]:
@@ -120,9 +124,9 @@ def measure(module: ModuleType, kind: str, n: int) -> dict[str, float]:
                 store.save(task, expect_version=2)
             return n
 
-        results["create"] = _timed(creates)
-        results["save (status changes)"] = _timed(saves_changing)
-        results["save (same status)"] = _timed(saves_same)
+        _timed(creates, results, "create")
+        _timed(saves_changing, results, "save (status changes)")
+        _timed(saves_same, results, "save (same status)")
         assert store.counts()[TaskStatus.SUCCEEDED] == n
     if kind == "postgres":
         results["create x4 threads"] = _concurrent_creates(module, n)
@@ -175,7 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=1000, help="operations per path and run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side (interleaved)")
     parser.add_argument("--before-ref", default="main")
+    parser.add_argument(
+        "--sqlite-dir",
+        help="where the SQLite files go; /dev/shm (tmpfs) takes the disk's fsync latency, "
+        "equal on both sides, out of the comparison",
+    )
     args = parser.parse_args(argv)
+    global SQLITE_DIR
+    SQLITE_DIR = args.sqlite_dir
     before = load_before(args.store, args.before_ref)
     after = importlib.import_module(f"reference_stores.{args.store}")
     runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
@@ -187,12 +198,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {rep + 1} {side}: done", file=sys.stderr)
     print(f"{args.store}, n={args.n}, {args.repeat} runs per side, median ops/s "
           f"(before = {args.before_ref}, after = this checkout)")
-    print("| path | before ops/s | after ops/s | after/before |")
-    print("|---|---:|---:|---:|")
+    print("| path | before ops/s | after ops/s | after/before | before CPU µs/op "
+          "| after CPU µs/op |")
+    print("|---|---:|---:|---:|---:|---:|")
     for path in runs["before"][0]:
+        if path.endswith("[CPU µs/op]"):
+            continue
         b = statistics.median(r[path] for r in runs["before"])
         a = statistics.median(r[path] for r in runs["after"])
-        print(f"| {path} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |")
+        cells = f"| {path} | {b:,.0f} | {a:,.0f} | {a / b:.2f} |"
+        cpu_key = f"{path} [CPU µs/op]"
+        if cpu_key in runs["before"][0]:
+            cb = statistics.median(r[cpu_key] for r in runs["before"])
+            ca = statistics.median(r[cpu_key] for r in runs["after"])
+            cells += f" {cb:,.0f} | {ca:,.0f} |"
+        else:
+            cells += " | |"
+        print(cells)
     return 0
 
 
