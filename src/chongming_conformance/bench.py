@@ -18,7 +18,9 @@ The data mirrors the controller's: 64 buckets, 128 RUNNING tasks (the rest
 SUCCEEDED), 16 tags, pipelines of 10 tasks, two history rows and a command
 for every tenth task. Each call is asked about a fixed-size answer (one
 bucket's RUNNING tasks, 50 rows, one pipeline), so only the work the store
-does to *find* the answer can grow.
+does to *find* the answer can grow -- once the table is big enough for the
+answer to be full: one bucket holds 50 tasks from 3,200 tasks on, so below
+that ``query(buckets={b}, limit=50)`` returns fewer rows and looks cheaper.
 """
 
 from __future__ import annotations
