@@ -526,3 +526,24 @@ def test_a_newer_schema_version_is_refused(db_path: Path) -> None:
     raw.close()
     with pytest.raises(StoreError, match="newer than this code"):
         SqliteTaskStore(db_path)
+
+
+def test_a_subclass_that_replaces_save_gets_exact_counts(db_path: Path) -> None:
+    """Only this class's save() moves the counters; a replacement save falls back to GROUP BY."""
+
+    class PlainSave(SqliteTaskStore):
+        def save(self, snapshot: Any, *, expect_version: int) -> None:
+            with self._connection("save") as conn:
+                conn.execute(
+                    "UPDATE tasks SET status = ?, status_version = ? WHERE task_id = ?",
+                    (snapshot.status.value, snapshot.status_version, snapshot.task_id),
+                )
+
+    store = PlainSave(db_path)
+    try:
+        store.create(snapshot("t1", status=TaskStatus.RUNNING))
+        store.save(snapshot("t1", status=TaskStatus.SUCCEEDED, version=2), expect_version=1)
+        assert store.counts()[TaskStatus.SUCCEEDED] == 1
+        assert store.counts()[TaskStatus.RUNNING] == 0
+    finally:
+        store.close()
