@@ -168,3 +168,15 @@ def test_sizes_must_be_positive() -> None:
         run_probe(make_store, [0, 10])
     with pytest.raises(SystemExit):
         main(["reference_stores.memory:make_store", "--sizes", "ten"])
+
+
+def test_cli_bench_subcommand_prints_the_growth_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from chongming_conformance import cli
+
+    status = cli.main(["bench", "reference_stores.memory:make_store", "--sizes", "20,40",
+                       "--samples", "3"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "| `counts()` |" in out and "growth 20→40" in out

@@ -1,4 +1,4 @@
-"""``chongming-conformance``: check a store, print the clause catalogue, show the version.
+"""``chongming-conformance``: check a store, probe its scale, print the clause catalogue.
 
 ``check`` is a thin front for pytest with the plugin: it runs only the packaged
 suite (``--chongming-suite-only``) in a fresh interpreter, so it works in any
@@ -54,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")
     check.add_argument("--timeout", metavar="SECONDS", help="per-call timeout")
     check.add_argument("--profile", metavar="NAME", help="hypothesis profile")
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="scale probe: growth of each hot call's latency with the store's size (never gates)",
+    )
     clauses = sub.add_parser("clauses", help="print the clause catalogue")
     clauses.add_argument("--format", choices=("md", "json"), default="md")
     return parser
@@ -80,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the process exit status."""
     parser = _parser()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["bench"]:
+        # The probe owns its arguments (``bench --help`` shows them).
+        from . import bench
+
+        return bench.main(args[1:])
     spec: str | None = None
     if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
         spec = args.pop(1)
