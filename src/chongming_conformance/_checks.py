@@ -1,38 +1,21 @@
-"""Small helpers shared by the kit's checks (contract, properties, state machine)."""
+"""Deprecated old name of :mod:`chongming_conformance.assertions`.
+
+Importing this gives the very same module object as
+``chongming_conformance.assertions``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import sys
+import warnings
 
-__all__ = ["QUERY_CLAUSES", "expect_raises"]
+from . import assertions as _renamed
+from .assertions import *  # noqa: F403  (the names, for type checkers)
+from .assertions import __all__ as __all__
 
-#: Every clause a comparison of query() against a model can show broken.
-QUERY_CLAUSES: tuple[str, ...] = (
-    "QUERY-ALL",
-    "QUERY-ORDER-CREATED",
-    "QUERY-TIES-COMPLETE",
-    "QUERY-STATUSES",
-    "QUERY-NAME-EXACT",
-    "QUERY-NAME-PREFIX-LITERAL",
-    "QUERY-TAG-EXACT",
-    "QUERY-BUCKETS",
-    "QUERY-PIPELINE",
-    "QUERY-LIMIT",
-    "QUERY-FILTERS-COMBINE",
-    "QUERY-EMPTY-SET-MATCHES-NOTHING",
-    "TIME-INSTANT-ORDER",
+warnings.warn(
+    "chongming_conformance._checks is deprecated: import chongming_conformance.assertions",
+    DeprecationWarning,
+    stacklevel=2,
 )
-
-
-def expect_raises(exc_type: type[BaseException], call: Callable[[], object], what: str) -> Any:
-    """Assert that ``call()`` raises ``exc_type`` (naming any other outcome); return it."""
-    try:
-        call()
-    except exc_type as exc:
-        return exc
-    except Exception as exc:
-        raise AssertionError(
-            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
-        ) from exc
-    raise AssertionError(f"{what}: expected {exc_type.__name__}, nothing was raised")
+sys.modules[__name__] = _renamed
