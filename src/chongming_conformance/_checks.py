@@ -6,16 +6,9 @@ Importing this gives the very same module object as
 
 from __future__ import annotations
 
-import sys
-import warnings
-
-from . import assertions as _renamed
+from . import assertions as _new
+from ._renamed import alias_module
 from .assertions import *  # noqa: F403  (the names, for type checkers)
 from .assertions import __all__ as __all__
 
-warnings.warn(
-    "chongming_conformance._checks is deprecated: import chongming_conformance.assertions",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = _renamed
+alias_module(__name__, _new, deprecated=True)

@@ -7,16 +7,9 @@ guess which is which. Importing this gives the very same module object as
 
 from __future__ import annotations
 
-import sys
-import warnings
-
-from . import oracle as _renamed
+from . import oracle as _new
+from ._renamed import alias_module
 from .oracle import *  # noqa: F403  (the names, for type checkers)
 from .oracle import __all__ as __all__
 
-warnings.warn(
-    "chongming_conformance._model is deprecated: import chongming_conformance.oracle",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = _renamed
+alias_module(__name__, _new, deprecated=True)

@@ -8,10 +8,9 @@ profile through either name changes the same state.
 
 from __future__ import annotations
 
-import sys
-
-from . import hypothesis_profiles as _renamed
+from . import hypothesis_profiles as _new
+from ._renamed import alias_module
 from .hypothesis_profiles import *  # noqa: F403  (the names, for type checkers)
 from .hypothesis_profiles import __all__ as __all__
 
-sys.modules[__name__] = _renamed
+alias_module(__name__, _new, deprecated=False)
