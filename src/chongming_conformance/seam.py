@@ -16,7 +16,9 @@ every test uses):
   the step named instead of hanging the run).
 
 Teardown always closes the store first (``store.close()``), then runs the
-factory's own teardown, so an author never has to remember ``close()``.
+factory's own teardown, so an author never has to remember ``close()``. The
+teardown is an ``ExitStack.close()``, never an ``__exit__`` with the test's
+exception: a context-manager factory cannot swallow a failing check.
 """
 
 from __future__ import annotations
