@@ -1,38 +1,14 @@
-"""Small helpers shared by the kit's checks (contract, properties, state machine)."""
+"""Deprecated old name of :mod:`chongming_conformance.assertions`.
+
+Importing this gives the very same module object as
+``chongming_conformance.assertions``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from . import assertions as _new
+from ._renamed import alias_module
+from .assertions import *  # noqa: F403  (the names, for type checkers)
+from .assertions import __all__ as __all__
 
-__all__ = ["QUERY_CLAUSES", "expect_raises"]
-
-#: Every clause a comparison of query() against a model can show broken.
-QUERY_CLAUSES: tuple[str, ...] = (
-    "QUERY-ALL",
-    "QUERY-ORDER-CREATED",
-    "QUERY-TIES-COMPLETE",
-    "QUERY-STATUSES",
-    "QUERY-NAME-EXACT",
-    "QUERY-NAME-PREFIX-LITERAL",
-    "QUERY-TAG-EXACT",
-    "QUERY-BUCKETS",
-    "QUERY-PIPELINE",
-    "QUERY-LIMIT",
-    "QUERY-FILTERS-COMBINE",
-    "QUERY-EMPTY-SET-MATCHES-NOTHING",
-    "TIME-INSTANT-ORDER",
-)
-
-
-def expect_raises(exc_type: type[BaseException], call: Callable[[], object], what: str) -> Any:
-    """Assert that ``call()`` raises ``exc_type`` (naming any other outcome); return it."""
-    try:
-        call()
-    except exc_type as exc:
-        return exc
-    except Exception as exc:
-        raise AssertionError(
-            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
-        ) from exc
-    raise AssertionError(f"{what}: expected {exc_type.__name__}, nothing was raised")
+alias_module(__name__, _new, deprecated=True)

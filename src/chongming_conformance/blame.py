@@ -5,19 +5,27 @@ failure usually says which one broke (only the lease differs after a save:
 SAVE-KEEPS-LEASE). Checks attach an exception note ``chongming-blame: ID, ...``
 and the plugin then reports FAIL for those clauses only, instead of for every
 clause the check declares. No note means "blame everything it declares".
+
+This module is the one owner of the note's format: :func:`blame` writes it,
+:func:`parse_blames` reads it back out of a failure's text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import fields
 
 from .clauses import CLAUSES
 from .model import TaskSnapshot
 
-__all__ = ["BLAME_NOTE", "blame", "same_snapshot"]
+__all__ = ["BLAME_NOTE", "blame", "parse_blames", "same_snapshot"]
 
 BLAME_NOTE = "chongming-blame: "
+
+# A note on a line of its own, as Python prints exception notes; pytest puts
+# "E   " (any number of spaces) in front of each line of a failure.
+_NOTE_LINE = re.compile(r"^(?:E\s+)?" + re.escape(BLAME_NOTE) + r"(.*)$", re.MULTILINE)
 
 
 def blame(exc: BaseException, clause_ids: Iterable[str]) -> None:
@@ -27,6 +35,21 @@ def blame(exc: BaseException, clause_ids: Iterable[str]) -> None:
     ids = [c for c in clause_ids if c in CLAUSES]
     if ids:
         exc.add_note(BLAME_NOTE + ", ".join(ids))
+
+
+def parse_blames(text: str) -> tuple[str, ...]:
+    """The clause IDs the blame notes in a failure's ``text`` name: the inverse of :func:`blame`.
+
+    In first-seen order, without repeats; ``()`` when the text has no note.
+    Whether a named clause is one the failing test declares is the reader's
+    question (the report ignores notes naming none of them).
+    """
+    named: dict[str, None] = {}
+    for match in _NOTE_LINE.finditer(text):
+        for clause_id in match.group(1).split(","):
+            if clause_id.strip():
+                named[clause_id.strip()] = None
+    return tuple(named)
 
 
 def same_snapshot(

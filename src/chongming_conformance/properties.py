@@ -10,19 +10,19 @@ Subclass exactly like ``StoreContract``::
 
 Each ``test_*`` method runs one property over many generated examples; every
 example gets a **fresh store** from ``make_store`` (opened and closed through
-``factory.enter_store`` on its own ``ExitStack``), so examples cannot leak into
+the seam, ``StoreSeam.opened_store()``), so examples cannot leak into
 each other. That isolation has a price per example -- a new SQLite file, a
 new Postgres schema -- which is why the kit's profiles keep example counts
-modest (see ``chongming_conformance.profiles``).
+modest (see ``chongming_conformance.hypothesis_profiles``).
 
 The ``@given`` test is built when the method runs, with the settings of
-``profiles.active_settings()`` (or ``hypothesis_settings`` if a subclass sets
+``hypothesis_profiles.active_settings()`` (or ``hypothesis_settings`` if a subclass sets
 it), so ``--hypothesis-profile``, ``--hypothesis-seed`` and the kit's profiles
 apply even though this module is imported before any of them is chosen.
 
 What a model comparison accepts: wherever the contract allows several answers
 (ties in ``created_at``) any valid answer passes; see
-``chongming_conformance._model``.
+``chongming_conformance.oracle``.
 
 ``CodecProperties`` checks the kit's own codec and needs no store.
 """
@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, ClassVar
@@ -40,8 +41,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from . import strategies as cst
-from ._checks import QUERY_CLAUSES
-from ._model import Model, check_claim, check_prune, check_query, expected_counts
+from .assertions import QUERY_CLAUSES
 from .blame import same_snapshot
 from .clauses import checks
 from .codec import (
@@ -53,10 +53,11 @@ from .codec import (
     transition_to_row,
 )
 from .errors import ConcurrencyConflict
-from .factory import enter_store
+from .hypothesis_profiles import active_settings
 from .model import Command, TaskQuery, TaskSnapshot, TaskStatus, Transition
-from .profiles import active_settings
+from .oracle import Model, check_claim, check_prune, check_query, expected_counts
 from .protocol import TaskStore
+from .seam import StoreSeam
 
 __all__ = ["CodecProperties", "StoreProperties"]
 
@@ -135,24 +136,32 @@ class CodecProperties:
         )
 
 
-class StoreProperties:
+class StoreProperties(StoreSeam):
     """Property checks for one store; subclass and implement ``make_store()``.
 
+    Stores are opened through the seam every single-connection base shares
+    (:class:`chongming_conformance.seam.StoreSeam`: ``make_store`` plus the
+    optional ``wrap_store`` / ``guard``), one per example via ``opened_store()``.
     Set ``hypothesis_settings`` on the subclass to pin settings (e.g. a fixed
     ``max_examples``); by default the active profile decides.
     """
 
     hypothesis_settings: ClassVar[settings | None] = None
 
-    def make_store(self) -> Any:
-        """Return a fresh, empty store (callable / generator / context manager forms)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Honour an old-style ``fresh_store`` override: it becomes ``opened_store``."""
+        super().__init_subclass__(**kwargs)
+        if "fresh_store" in vars(cls):
+            warnings.warn(
+                f"{cls.__name__}.fresh_store() is deprecated: override wrap_store() or guard()",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            cls.opened_store = cls.fresh_store  # type: ignore[method-assign,assignment]
 
-    @contextlib.contextmanager
-    def fresh_store(self) -> Iterator[TaskStore]:
-        """One isolated store for one example; closed (and torn down) on exit."""
-        with contextlib.ExitStack() as stack:
-            yield enter_store(self.make_store, stack, origin=f"{type(self).__name__}.make_store")
+    def fresh_store(self) -> contextlib.AbstractContextManager[TaskStore]:
+        """Deprecated old name of ``opened_store()``: one isolated store for one example."""
+        return StoreSeam.opened_store(self)
 
     def run_property(self, test: Callable[..., None], **strategies: Any) -> None:
         """Run ``test`` under hypothesis with this class's settings (for subclasses' own)."""
@@ -171,7 +180,7 @@ class StoreProperties:
 
         def prop(first: TaskSnapshot, second: TaskSnapshot) -> None:
             second = replace(second, task_id=first.task_id)
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 store.create(first)
                 _same(first, store.get(first.task_id), "get() after create()")
                 store.save(second, expect_version=first.status_version)
@@ -207,7 +216,7 @@ class StoreProperties:
             # Replays: the same rows again (crash recovery), in another order.
             replays = data.draw(st.permutations(rows), label="replays")
             model = Model()
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 for row in [*rows, *replays[: data.draw(st.integers(0, len(rows)))]]:
                     store.append(row)
                     model.append(row)
@@ -242,7 +251,7 @@ class StoreProperties:
 
         def prop(commands: list[Command], now: datetime, data: st.DataObject) -> None:
             model = Model()
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 for command in commands:
                     store.submit_command(command)
                     model.submit(command)
@@ -278,7 +287,7 @@ class StoreProperties:
                 status = data.draw(cst.statuses(), label=f"status v{version}")
                 return replace(base, task_id="skip", status=status, status_version=version)
 
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 first = at_version(path[0])
                 _conflict(
                     lambda: store.save(first, expect_version=path[0]), "save() of a missing task"
@@ -317,7 +326,7 @@ class StoreProperties:
         def prop(first: TaskSnapshot, data: st.DataObject) -> None:
             model = Model()
             task_id = first.task_id
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 store.create(first)
                 model.create(first)
                 for step in range(data.draw(st.integers(1, 8), label="steps")):
@@ -372,7 +381,7 @@ class StoreProperties:
         """Random tasks, random TaskQuery: the result is a valid answer of the model."""
 
         def prop(tasks: list[TaskSnapshot], queries: list[TaskQuery]) -> None:
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 for task in tasks:
                     store.create(task)
                 check_query(store.query(), tasks, None)
@@ -388,7 +397,7 @@ class StoreProperties:
 
         def prop(tasks: list[TaskSnapshot], moves: list[tuple[int, TaskStatus]]) -> None:
             model = Model()
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 _same(expected_counts([]), dict(store.counts()), "counts() of an empty store")
                 for task in tasks:
                     store.create(task)
@@ -415,7 +424,7 @@ class StoreProperties:
 
         def prop(tasks: list[TaskSnapshot], keep: int) -> None:
             model = Model()
-            with self.fresh_store() as store:
+            with self.opened_store() as store:
                 for task in tasks:
                     store.create(task)
                     model.create(task)

@@ -9,9 +9,9 @@ Subclass like ``StoreContract``; a store factory is the only input::
             return MyStore(...)          # or a generator / context manager
 
 ``test_state_machine`` builds a ``RuleBasedStateMachine`` bound to that factory
-and runs it with the settings of ``profiles.active_settings()`` (or
+and runs it with the settings of ``hypothesis_profiles.active_settings()`` (or
 ``hypothesis_settings``). Each run opens one fresh store, drives it and the
-obviously-correct ``_model.Model`` side by side, and closes it in teardown.
+obviously-correct ``oracle.Model`` side by side, and closes it in teardown.
 
 What the machine exercises:
 
@@ -53,13 +53,12 @@ from hypothesis.stateful import (
 )
 
 from . import strategies as cst
-from ._checks import QUERY_CLAUSES
-from ._checks import expect_raises as _raises
-from ._model import Model, check_claim, check_prune, check_query, expected_counts
+from .assertions import QUERY_CLAUSES
+from .assertions import expect_raises as _raises
 from .blame import blame, same_snapshot
 from .clauses import checks
 from .errors import ConcurrencyConflict, StoreError
-from .factory import enter_store
+from .hypothesis_profiles import active_settings
 from .model import (
     Command,
     CommandKind,
@@ -69,8 +68,9 @@ from .model import (
     TaskStatus,
     Transition,
 )
-from .profiles import active_settings
+from .oracle import Model, check_claim, check_prune, check_query, expected_counts
 from .protocol import TaskStore
+from .seam import StoreSeam
 
 __all__ = ["EPOCH", "STATE_MACHINE_CLAUSES", "StoreStateMachine", "StoreStateMachineTests"]
 
@@ -187,14 +187,13 @@ def _blamed(*clause_ids: str) -> Callable[[F], F]:
 
 
 class StoreStateMachine(RuleBasedStateMachine):
-    """The machine; ``factory`` is set on the subclass made by ``StoreStateMachineTests``."""
+    """The machine; ``seam`` is set on the subclass made by ``StoreStateMachineTests``."""
 
-    factory: ClassVar[Callable[[], Any]]
+    #: Where the machine's store comes from (``make_store`` / ``wrap_store`` / ``guard``).
+    seam: ClassVar[StoreSeam]
     #: close() becomes possible only after this many steps, so a run explores first
     #: (set from ``stateful_step_count`` by ``StoreStateMachineTests``).
     close_after: ClassVar[int] = 40
-    #: Applied to the opened store before use (e.g. the plugin's per-call timeout proxy).
-    wrap: ClassVar[Callable[[TaskStore], TaskStore]] = staticmethod(lambda store: store)
 
     tasks = Bundle("tasks")
     commands = Bundle("commands")
@@ -202,16 +201,18 @@ class StoreStateMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self._stack = contextlib.ExitStack()
-        self.store: TaskStore = type(self).wrap(
-            enter_store(type(self).factory, self._stack, origin=f"{type(self).__name__}.factory")
-        )
+        try:
+            self.store: TaskStore = type(self).seam.open_into(self._stack)
+        except BaseException:
+            type(self).seam.close_stack(self._stack)
+            raise
         self.model = Model()
         self.clock_us = 0
         self.steps = 0
         self.closed = False
 
     def teardown(self) -> None:
-        self._stack.close()
+        type(self).seam.close_stack(self._stack)
 
     def now(self, zone: tzinfo) -> datetime:
         """The current instant, expressed in ``zone``."""
@@ -497,21 +498,18 @@ class StoreStateMachine(RuleBasedStateMachine):
             _same(expected_counts(self.model.tasks.values()), dict(self.store.counts()), "counts()")
 
 
-class StoreStateMachineTests:
-    """Runs ``StoreStateMachine`` against ``make_store``; subclass and implement it."""
+class StoreStateMachineTests(StoreSeam):
+    """Runs ``StoreStateMachine`` against ``make_store``; subclass and implement it.
+
+    The store comes through the seam every single-connection base shares
+    (:class:`chongming_conformance.seam.StoreSeam`): ``make_store`` plus the
+    optional ``wrap_store`` / ``guard``.
+    """
 
     hypothesis_settings: ClassVar[settings | None] = None
 
-    def make_store(self) -> Any:
-        """Return a fresh, empty store (callable / generator / context manager forms)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
-
-    def wrap_store(self, store: TaskStore) -> TaskStore:
-        """Hook: return the store the machine should drive (default: ``store`` itself)."""
-        return store
-
     def state_machine_class(self) -> type[StoreStateMachine]:
-        """A ``StoreStateMachine`` subclass bound to this instance's ``make_store``."""
+        """A ``StoreStateMachine`` subclass bound to this instance's seam."""
         return self._machine(self.hypothesis_settings or active_settings())
 
     def _machine(self, chosen: settings) -> type[StoreStateMachine]:
@@ -519,8 +517,7 @@ class StoreStateMachineTests:
             f"{type(self).__name__}Machine",
             (StoreStateMachine,),
             {
-                "factory": self.make_store,
-                "wrap": staticmethod(self.wrap_store),
+                "seam": self,
                 # close() in the last fifth of a full-length run.
                 "close_after": max(chosen.stateful_step_count * 4 // 5, 1),
             },

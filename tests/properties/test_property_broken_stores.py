@@ -29,7 +29,7 @@ from property_broken_stores import (
 )
 
 from chongming_conformance.blame import BLAME_NOTE
-from chongming_conformance.profiles import PROFILES
+from chongming_conformance.hypothesis_profiles import PROFILES
 from chongming_conformance.properties import StoreProperties
 from chongming_conformance.stateful import StoreStateMachineTests
 from reference_stores.memory import InMemoryTaskStore

@@ -14,8 +14,13 @@ from hypothesis import strategies as st
 
 from chongming_conformance import clauses
 from chongming_conformance import strategies as cst
+from chongming_conformance.hypothesis_profiles import (
+    PROFILES,
+    active_settings,
+    load_profile,
+    profile_name,
+)
 from chongming_conformance.model import TaskSnapshot
-from chongming_conformance.profiles import PROFILES, active_settings, load_profile, profile_name
 from chongming_conformance.properties import CodecProperties, StoreProperties
 from chongming_conformance.stateful import STATE_MACHINE_CLAUSES, StoreStateMachineTests
 

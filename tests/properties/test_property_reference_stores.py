@@ -1,7 +1,7 @@
 """The properties and the state machine, run against every reference store.
 
 The same classes the packaged suite subclasses; settings come from
-``profiles.active_settings()`` (the kit's ``ci`` profile unless a profile was
+``hypothesis_profiles.active_settings()`` (the kit's ``ci`` profile unless a profile was
 chosen with ``--hypothesis-profile`` or ``--chongming-profile``).
 """
 

@@ -1,0 +1,180 @@
+"""The command queue: submit, claim under a lease, complete, release."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from ..assertions import expect_raises as _raises
+from ..clauses import checks
+from ..errors import StoreError
+from ..model import (
+    CommandKind,
+)
+from ..samples import (
+    KATHMANDU,
+    ST_JOHNS,
+    at,
+    command,
+    full_command,
+)
+from ._base import LEASE, ContractBase, _cmd_ids, _diff
+
+__all__ = ["CommandContract"]
+
+
+class CommandContract(ContractBase):
+    """The command-queue clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # commands
+    # ========================================================================================
+    @checks("SUBMIT-THEN-CLAIM")
+    def test_submit_then_claim__leased_copy_returned(self) -> None:
+        c = command("c-1", "t-1")
+        self.store.submit_command(c)
+        now = at(100)
+        got = list(self.store.claim_commands(now=now, lease_seconds=LEASE))
+        expected = replace(c, lease_until=now + timedelta(seconds=LEASE))
+        assert got == [expected], f"claim_commands() returned {got}"
+        assert got[0].finished_at is None, "a claimed command is not finished"
+
+    @checks("COMMAND-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_command_roundtrip__every_field(self) -> None:
+        c = full_command("c-1", "t-1")
+        self.store.submit_command(c)
+        now = at(50, KATHMANDU)
+        got = list(self.store.claim_commands(now=now, lease_seconds=12.5))
+        assert len(got) == 1, f"expected the command back, got {got}"
+        assert got[0] == replace(c, lease_until=now + timedelta(seconds=12.5)), _diff(
+            replace(c, lease_until=now + timedelta(seconds=12.5)), got[0]
+        )
+        assert isinstance(got[0].kind, CommandKind), "kind must be a CommandKind"
+        assert got[0].created_at.utcoffset() is not None, "naive created_at"
+
+    @checks("SUBMIT-DUPLICATE-RAISES")
+    def test_submit_duplicate_raises__conflict_leaves_original(self) -> None:
+        original = command("c-1", "t-1", kind=CommandKind.STOP, issued_by="first")
+        self.store.submit_command(original)
+        impostor = command("c-1", "t-2", kind=CommandKind.RETRY, issued_by="second", created=5)
+        _raises(StoreError, lambda: self.store.submit_command(impostor), "duplicate command_id")
+        now = at(10)
+        got = list(self.store.claim_commands(now=now, lease_seconds=LEASE))
+        assert got == [replace(original, lease_until=now + timedelta(seconds=LEASE))], (
+            f"a refused submit changed the stored command: {got}"
+        )
+
+    @checks("CLAIM-LEASE-EXCLUSIVE")
+    def test_claim_lease_exclusive__conflict_leased_command_not_reclaimed(self) -> None:
+        self.store.submit_command(command("c-1"))
+        first = self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        assert _cmd_ids(first) == ["c-1"], "the first claim"
+        for when in (0, 1, 15, 29.999999):
+            again = self.store.claim_commands(now=at(when), lease_seconds=LEASE)
+            assert list(again) == [], f"claimed again at +{when}s inside the lease: {again}"
+        # The refused claims must not have extended the lease: it still ends at +30s.
+        after = self.store.claim_commands(now=at(30), lease_seconds=LEASE)
+        assert _cmd_ids(after) == ["c-1"], "a refused claim moved the lease"
+
+    @checks("CLAIM-LEASE-BOUNDARY", "TIME-INSTANT-ORDER")
+    def test_claim_lease_boundary__expires_exactly_at_lease_until(self) -> None:
+        self.store.submit_command(command("c-1"))
+        assert _cmd_ids(self.store.claim_commands(now=at(0), lease_seconds=LEASE)) == ["c-1"]
+        just_before = at(LEASE - 0.000001, ST_JOHNS)
+        assert list(self.store.claim_commands(now=just_before, lease_seconds=LEASE)) == [], (
+            "claimable a microsecond before lease_until"
+        )
+        boundary = at(LEASE, KATHMANDU)
+        got = self.store.claim_commands(now=boundary, lease_seconds=LEASE)
+        assert _cmd_ids(got) == ["c-1"], "not claimable at now == lease_until"
+
+    @checks("CLAIM-EXPIRED-RECLAIM")
+    def test_claim_expired_reclaim__new_lease_after_expiry(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        again = list(self.store.claim_commands(now=at(45), lease_seconds=LEASE))
+        assert _cmd_ids(again) == ["c-1"], "an expired lease must be claimable"
+        assert again[0].lease_until == at(45 + LEASE), "the re-claim sets a new lease"
+        assert list(self.store.claim_commands(now=at(60), lease_seconds=LEASE)) == [], (
+            "the new lease must hold"
+        )
+
+    @checks("CLAIM-ORDER", "TIME-INSTANT-ORDER")
+    def test_claim_order__oldest_first_by_instant(self) -> None:
+        # Wall-clock text order differs from instant order across these offsets.
+        self.store.submit_command(replace(command("c-late"), created_at=at(120, ST_JOHNS)))
+        self.store.submit_command(replace(command("c-early"), created_at=at(60, KATHMANDU)))
+        self.store.submit_command(replace(command("c-mid"), created_at=at(90)))
+        one = self.store.claim_commands(now=at(200), lease_seconds=LEASE, limit=1)
+        assert _cmd_ids(one) == ["c-early"], f"limit=1 must take the oldest: {_cmd_ids(one)}"
+        rest = self.store.claim_commands(now=at(200), lease_seconds=LEASE)
+        assert _cmd_ids(rest) == ["c-mid", "c-late"], f"created_at order: {_cmd_ids(rest)}"
+
+    @checks("CLAIM-LIMIT")
+    def test_claim_limit__only_limit_are_leased(self) -> None:
+        for i in range(5):
+            self.store.submit_command(command(f"c-{i}", created=i))
+        first = self.store.claim_commands(now=at(10), lease_seconds=LEASE, limit=2)
+        assert _cmd_ids(first) == ["c-0", "c-1"], f"limit=2: {_cmd_ids(first)}"
+        rest = self.store.claim_commands(now=at(10), lease_seconds=LEASE, limit=50)
+        assert _cmd_ids(rest) == ["c-2", "c-3", "c-4"], "commands beyond the limit were leased"
+
+    @checks("CLAIM-LIMIT")
+    def test_claim_limit__zero_leases_nothing(self) -> None:
+        self.store.submit_command(command("c-0"))
+        assert list(self.store.claim_commands(now=at(1), lease_seconds=LEASE, limit=0)) == []
+        got = self.store.claim_commands(now=at(1), lease_seconds=LEASE)
+        assert _cmd_ids(got) == ["c-0"], "limit=0 leased the command"
+
+    @checks("COMPLETE-NEVER-RECLAIMED")
+    def test_complete_never_reclaimed__claimed_then_completed(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.submit_command(command("c-2", created=1))
+        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self.store.complete_command("c-1", now=at(1), outcome="stopped")
+        for when in (31, 3600, 10**6):
+            got = self.store.claim_commands(now=at(when), lease_seconds=LEASE)
+            assert "c-1" not in _cmd_ids(got), f"a completed command was claimed at +{when}s"
+
+    @checks("COMPLETE-NEVER-RECLAIMED")
+    def test_complete_never_reclaimed__completed_without_claim(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.complete_command("c-1", now=at(1), outcome="already-terminal")
+        assert list(self.store.claim_commands(now=at(2), lease_seconds=LEASE)) == []
+
+    @checks("COMPLETE-IDEMPOTENT")
+    def test_complete_idempotent__twice_and_unknown(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.submit_command(command("c-2", created=1))
+        self.store.complete_command("c-1", now=at(1), outcome="stopped")
+        self.store.complete_command("c-1", now=at(2), outcome="again")
+        self.store.complete_command("nope", now=at(3))
+        got = self.store.claim_commands(now=at(4), lease_seconds=LEASE)
+        assert _cmd_ids(got) == ["c-2"], f"other commands must be unaffected: {_cmd_ids(got)}"
+
+    @checks("RELEASE-NOT-COMPLETE")
+    def test_release_not_complete__claimable_at_once(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self.store.release_command("c-1", now=at(1))
+        got = list(self.store.claim_commands(now=at(1), lease_seconds=LEASE))
+        assert _cmd_ids(got) == ["c-1"], "a released command must be claimable immediately"
+        assert got[0].finished_at is None, "release must not finish the command"
+        assert got[0].lease_until == at(1 + LEASE)
+
+    @checks("RELEASE-FINISHED-NOOP")
+    def test_release_finished_noop__completed_stays_completed(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self.store.complete_command("c-1", now=at(1))
+        self.store.release_command("c-1", now=at(2))
+        self.store.release_command("nope", now=at(2))
+        assert list(self.store.claim_commands(now=at(3), lease_seconds=LEASE)) == [], (
+            "releasing a completed command made it claimable"
+        )
+
+    @checks("RELEASE-FINISHED-NOOP")
+    def test_release_finished_noop__unclaimed_command_untouched(self) -> None:
+        self.store.submit_command(command("c-1"))
+        self.store.release_command("c-1", now=at(0))
+        assert _cmd_ids(self.store.claim_commands(now=at(0), lease_seconds=LEASE)) == ["c-1"]

@@ -1,0 +1,90 @@
+"""append() and history(): the transition log, idempotent and ordered."""
+
+from __future__ import annotations
+
+from ..clauses import checks
+from ..model import (
+    TaskStatus,
+    Transition,
+)
+from ..samples import (
+    ST_JOHNS,
+    at,
+    full_transition,
+    snapshot,
+    transition,
+)
+from ._base import ContractBase, _versions
+
+__all__ = ["HistoryContract"]
+
+
+class HistoryContract(ContractBase):
+    """The append / history clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # append / history
+    # ========================================================================================
+    @checks("APPEND-IDEMPOTENT")
+    def test_append_idempotent__replay_leaves_one_row(self) -> None:
+        rows = [transition("t-1", v, when=v) for v in (1, 2, 3)]
+        for row in rows:
+            self.store.append(row)
+        for row in rows:  # crash recovery replays the whole buffer
+            self.store.append(row)
+        self.store.append(rows[1])
+        got = list(self.store.history("t-1"))
+        assert got == rows, f"history after replays has {len(got)} rows: {_versions(got)}"
+
+    @checks("APPEND-FIRST-WINS")
+    def test_append_first_wins__conflicting_replay_keeps_first(self) -> None:
+        first = transition("t-1", 1, reason="first")
+        self.store.append(first)
+        self.store.append(transition("t-1", 1, to=TaskStatus.FAILED, reason="second"))
+        got = list(self.store.history("t-1"))
+        assert got == [first], f"a replay replaced the first row: {got}"
+
+    @checks("HISTORY-ORDERED")
+    def test_history_ordered__ascending_whatever_append_order(self) -> None:
+        for v in (7, 2, 4, 1):
+            self.store.append(transition("t-1", v, when=v))
+        assert _versions(self.store.history("t-1")) == [1, 2, 4, 7]
+
+    @checks("HISTORY-SINCE")
+    def test_history_since__strictly_greater(self) -> None:
+        for v in (1, 2, 4, 7):
+            self.store.append(transition("t-1", v, when=v))
+        assert _versions(self.store.history("t-1")) == [1, 2, 4, 7], "default since_version=0"
+        assert _versions(self.store.history("t-1", since_version=0)) == [1, 2, 4, 7]
+        assert _versions(self.store.history("t-1", since_version=2)) == [4, 7], "> not >="
+        assert _versions(self.store.history("t-1", since_version=3)) == [4, 7], "gap"
+        assert _versions(self.store.history("t-1", since_version=7)) == [], "nothing newer"
+        assert _versions(self.store.history("t-1", since_version=99)) == []
+
+    @checks("HISTORY-PER-TASK")
+    def test_history_per_task__only_that_task(self) -> None:
+        for v in (1, 2, 3):
+            self.store.append(transition("t-1", v, when=v))
+            self.store.append(transition("t-10", v, when=v, reason="other"))
+        got = list(self.store.history("t-1"))
+        assert {t.task_id for t in got} == {"t-1"}, f"history('t-1') leaked {got}"
+        assert _versions(got) == [1, 2, 3]
+
+    @checks("HISTORY-UNKNOWN-EMPTY")
+    def test_history_unknown_empty__no_error(self) -> None:
+        assert list(self.store.history("nope")) == [], "history() of an unknown task"
+        self.store.create(snapshot("t-1"))
+        assert list(self.store.history("t-1")) == [], "history() of a task with no transitions"
+
+    @checks("TRANSITION-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_transition_roundtrip__every_field(self) -> None:
+        full = full_transition("t-1", 3)
+        first = Transition("t-1", 1, None, TaskStatus.PENDING, at(0, ST_JOHNS), None)
+        self.store.append(full)
+        self.store.append(first)
+        got = list(self.store.history("t-1"))
+        assert got == [first, full], f"transitions changed: {got}"
+        for row in got:
+            assert row.at.utcoffset() is not None, "history() returned a naive datetime"
+            assert isinstance(row.to_status, TaskStatus), "to_status must be a TaskStatus"
+        assert got[1].at.microsecond == full.at.microsecond, "microseconds lost"

@@ -1,0 +1,142 @@
+"""A store's shape and the end of things: the protocol check, prune(), close()."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..clauses import checks
+from ..errors import StoreError
+from ..factory import protocol_mismatches
+from ..model import (
+    TaskStatus,
+)
+from ..protocol import PROTOCOL_METHODS, TaskStore
+from ..samples import (
+    at,
+    command,
+    snapshot,
+    transition,
+)
+from ._base import LEASE, ContractBase, _cmd_ids, _versions
+
+__all__ = ["LifecycleContract"]
+
+
+class LifecycleContract(ContractBase):
+    """The protocol-shape, prune and close clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # structure
+    # ========================================================================================
+    @checks("PROTOCOL-METHODS")
+    def test_protocol_methods__store_is_structurally_a_taskstore(self) -> None:
+        target = getattr(self.store, "__chongming_target__", self.store)
+        assert isinstance(target, TaskStore), "isinstance(store, TaskStore) is False"
+        problems = protocol_mismatches(target)
+        assert not problems, "store differs from the protocol: " + "; ".join(problems)
+        for name in PROTOCOL_METHODS:
+            assert callable(getattr(target, name)), f"{name} is not callable"
+
+    # ========================================================================================
+    # prune
+    # ========================================================================================
+    def _prune_fixture(self) -> None:
+        """Old non-terminal tasks, then five terminal ones inserted out of order."""
+        self.store.create(snapshot("old-pending", status=TaskStatus.PENDING, created=-100))
+        self.store.create(snapshot("old-running", status=TaskStatus.RUNNING, created=-50))
+        terminal = [
+            TaskStatus.SUCCEEDED,
+            TaskStatus.FAILED,
+            TaskStatus.CANCELLED,
+            TaskStatus.LOST,
+            TaskStatus.SUCCEEDED,
+        ]
+        for i in (3, 0, 4, 1, 2):
+            self.store.create(snapshot(f"done-{i}", status=terminal[i], created=i))
+        for tid in ("old-running", "done-0", "done-3"):
+            self.store.append(transition(tid, 1))
+            self.store.append(transition(tid, 2, to=TaskStatus.SUCCEEDED))
+
+    @checks("PRUNE-TERMINAL-ONLY")
+    def test_prune_terminal_only__non_terminal_survive(self) -> None:
+        self._prune_fixture()
+        self.store.prune(keep_terminal=0)
+        left = set(self._query_ids())
+        assert left == {"old-pending", "old-running"}, f"after prune(keep_terminal=0): {left}"
+
+    @checks("PRUNE-OLDEST-FIRST")
+    def test_prune_oldest_first__keeps_newest_and_counts(self) -> None:
+        self._prune_fixture()
+        dropped = self.store.prune(keep_terminal=2)
+        assert dropped == 3, f"prune() returned {dropped}, it should drop 3"
+        left = self._query_ids()
+        assert left == ["old-pending", "old-running", "done-3", "done-4"], f"left: {left}"
+        assert self.store.prune(keep_terminal=2) == 0, "a second prune has nothing to drop"
+        assert self.store.prune(keep_terminal=10) == 0, "keep more than exist"
+
+    @checks("PRUNE-HISTORY")
+    def test_prune_history__dropped_with_task_others_kept(self) -> None:
+        self._prune_fixture()
+        self.store.prune(keep_terminal=1)  # keeps done-4 only
+        assert list(self.store.history("done-0")) == [], "history of a pruned task survived"
+        assert list(self.store.history("done-3")) == [], "history of a pruned task survived"
+        assert _versions(self.store.history("old-running")) == [1, 2], "unrelated history lost"
+
+    @checks("PRUNE-COMMANDS")
+    def test_prune_commands__pruned_tasks_commands_dropped(self) -> None:
+        self._prune_fixture()
+        self.store.submit_command(command("c-pruned", "done-0"))
+        self.store.submit_command(command("c-kept", "old-running", created=1))
+        self.store.prune(keep_terminal=0)
+        got = _cmd_ids(self.store.claim_commands(now=at(10), lease_seconds=LEASE))
+        assert got == ["c-kept"], f"after prune, claimable commands are {got}"
+
+    # ========================================================================================
+    # close
+    # ========================================================================================
+    @checks("CLOSE-IDEMPOTENT")
+    def test_close_idempotent__twice_no_error(self) -> None:
+        self.store.create(snapshot("t-1"))
+        self.store.close()
+        self.store.close()
+
+    @checks("CLOSE-THEN-STOREERROR")
+    def test_close_then_storeerror__every_method(self) -> None:
+        self.store.create(snapshot("t-1"))
+        self.store.submit_command(command("c-1"))
+        self.store.close()
+        now = at(0)
+        calls: dict[str, Callable[[], object]] = {
+            "create": lambda: self.store.create(snapshot("t-2")),
+            "save": lambda: self.store.save(snapshot("t-1", version=2), expect_version=1),
+            "get": lambda: self.store.get("t-1"),
+            "query": lambda: self.store.query(),
+            "counts": lambda: self.store.counts(),
+            "append": lambda: self.store.append(transition("t-1", 1)),
+            "history": lambda: self.store.history("t-1"),
+            "touch": lambda: self.store.touch("t-1", heartbeat_at=now),
+            "submit_command": lambda: self.store.submit_command(command("c-2")),
+            "claim_commands": lambda: self.store.claim_commands(now=now, lease_seconds=LEASE),
+            "complete_command": lambda: self.store.complete_command("c-1", now=now),
+            "release_command": lambda: self.store.release_command("c-1", now=now),
+            "prune": lambda: self.store.prune(keep_terminal=0),
+        }
+        assert set(calls) | {"close"} == set(PROTOCOL_METHODS), "contract misses a method"
+        wrong = []
+        for name, call in calls.items():
+            try:
+                call()
+            except StoreError:
+                continue
+            except Exception as exc:
+                wrong.append(f"{name}() raised {type(exc).__name__}: {exc}")
+            else:
+                wrong.append(f"{name}() succeeded")
+        assert not wrong, "after close() every method must raise StoreError: " + "; ".join(wrong)
+
+    @checks("CLOSE-THEN-STOREERROR")
+    def test_close_then_storeerror__closing_one_store_spares_another(self) -> None:
+        other = self.open_store()
+        self.store.close()
+        other.create(snapshot("t-1"))
+        assert other.get("t-1") is not None, "closing one store broke another instance"

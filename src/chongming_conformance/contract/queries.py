@@ -1,0 +1,235 @@
+"""query() and counts(): reading many tasks, filters exact, order by instant."""
+
+from __future__ import annotations
+
+from ..clauses import checks
+from ..model import (
+    TaskQuery,
+    TaskStatus,
+)
+from ..samples import (
+    snapshot,
+)
+from ._base import ContractBase, _ids
+
+__all__ = ["QueryContract"]
+
+
+class QueryContract(ContractBase):
+    """The query / counts clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # query
+    # ========================================================================================
+    @checks("QUERY-ALL")
+    def test_query_all__empty_store(self) -> None:
+        assert list(self.store.query()) == [], "query() on an empty store"
+        assert list(self.store.query(TaskQuery())) == [], "query(TaskQuery()) on an empty store"
+
+    @checks("QUERY-ALL")
+    def test_query_all__none_means_no_filter(self) -> None:
+        snaps = [snapshot(f"t-{i}", created=i) for i in range(3)]
+        self._create_all(*snaps)
+        expected = ["t-0", "t-1", "t-2"]
+        assert _ids(self.store.query()) == expected, "query()"
+        assert _ids(self.store.query(None)) == expected, "query(None)"
+        assert _ids(self.store.query(TaskQuery())) == expected, "query(TaskQuery())"
+        assert list(self.store.query()) == snaps, "query() must return full snapshots"
+
+    @checks("QUERY-ORDER-CREATED")
+    def test_query_order_created__ascending_and_newest_first(self) -> None:
+        self._create_all(*(snapshot(f"t-{i}", created=i) for i in (3, 0, 4, 1, 2)))
+        asc = ["t-0", "t-1", "t-2", "t-3", "t-4"]
+        assert self._query_ids() == asc, "ascending by created_at"
+        assert self._query_ids(newest_first=True) == asc[::-1], "newest_first descending"
+
+    @checks("QUERY-TIES-COMPLETE")
+    def test_query_ties_complete__equal_created_at_all_returned(self) -> None:
+        self._create_all(
+            snapshot("z-tie", created=5),
+            snapshot("a-tie", created=5),
+            snapshot("m-tie", created=5),
+            snapshot("first", created=1),
+            snapshot("last", created=9),
+        )
+        got = self._query_ids()
+        assert len(got) == 5, f"expected 5 tasks, got {got}"
+        assert got[0] == "first" and got[-1] == "last", f"order around ties is wrong: {got}"
+        assert set(got[1:4]) == {"z-tie", "a-tie", "m-tie"}, f"tied tasks missing: {got}"
+        limited = self._query_ids(limit=3)
+        assert limited[0] == "first" and set(limited[1:]) < {"z-tie", "a-tie", "m-tie"}, (
+            f"limit=3 must give 'first' then two of the tied tasks, got {limited}"
+        )
+
+    @checks("QUERY-STATUSES")
+    def test_query_statuses__exact_membership(self) -> None:
+        statuses = [TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.RUNNING]
+        for i, status in enumerate(statuses):
+            self.store.create(snapshot(f"t-{i}", status=status, created=i))
+        assert self._query_ids(statuses={TaskStatus.RUNNING}) == ["t-1", "t-3"]
+        assert self._query_ids(statuses={TaskStatus.RUNNING, TaskStatus.FAILED}) == [
+            "t-1",
+            "t-2",
+            "t-3",
+        ]
+        assert self._query_ids(statuses={TaskStatus.LOST}) == [], "no task is LOST"
+
+    @checks("QUERY-NAME-EXACT")
+    def test_query_name_exact__no_prefix_or_case_folding(self) -> None:
+        for i, name in enumerate(["build", "build-2", "Build", "rebuild", "build "]):
+            self.store.create(snapshot(f"t-{i}", name=name, created=i))
+        assert self._query_ids(name="build") == ["t-0"], "name must match exactly"
+        assert self._query_ids(name="BUILD") == [], "name match is case-sensitive"
+
+    @checks("QUERY-NAME-PREFIX-LITERAL")
+    def test_query_name_prefix_literal__wildcards_match_themselves(self) -> None:
+        names = [
+            "50%_done",
+            "50x_done",
+            "50%Xdone",
+            "a\\b",
+            "a\\\\b",
+            "axb",
+            "Report",
+            "report-1",
+            "",
+        ]
+        for i, name in enumerate(names):
+            self.store.create(snapshot(f"t-{i}", name=name, created=i))
+
+        def by_prefix(prefix: str) -> list[str]:
+            return [names[int(t[2:])] for t in self._query_ids(name_prefix=prefix)]
+
+        assert by_prefix("50%_") == ["50%_done"], "'%' and '_' must be literal"
+        assert by_prefix("50%") == ["50%_done", "50%Xdone"], "'%' must be literal"
+        assert by_prefix("50_") == [], "'_' must not match one character"
+        assert by_prefix("a\\") == ["a\\b", "a\\\\b"], "'\\' must be literal"
+        assert by_prefix("a\\\\") == ["a\\\\b"], "'\\\\' must be literal"
+        assert by_prefix("rep") == ["report-1"], "name_prefix is case-sensitive"
+        assert by_prefix("report-1") == ["report-1"], "a full name is its own prefix"
+        assert by_prefix("") == names, "the empty prefix matches every name, even ''"
+
+    @checks("QUERY-TAG-EXACT")
+    def test_query_tag_exact__no_substring_matches(self) -> None:
+        tag_sets = [
+            {"io"},
+            {"ios"},
+            {"bio"},
+            {"i"},
+            {"IO"},
+            {"io,", "x"},
+            {"a,", ",b"},
+            {'say "hi"'},
+            {"[x]"},
+            {"io", "gpu"},
+        ]
+        for i, tags in enumerate(tag_sets):
+            self.store.create(snapshot(f"t-{i}", tags=frozenset(tags), created=i))
+        assert self._query_ids(tag="io") == ["t-0", "t-9"], "'io' must not match ios/bio/IO/io,"
+        assert self._query_ids(tag="i") == ["t-3"], "'i' must not match a longer tag"
+        assert self._query_ids(tag="IO") == ["t-4"], "tag match is case-sensitive"
+        assert self._query_ids(tag=",") == [], "',' is no task's tag (JSON separators!)"
+        assert self._query_ids(tag='","') == [], "a quoted separator is no task's tag"
+        assert self._query_ids(tag='say "hi"') == ["t-7"], "tags with quotes"
+        assert self._query_ids(tag="[x]") == ["t-8"], "tags with brackets"
+        assert self._query_ids(tag="io,") == ["t-5"], "tags with a comma"
+        assert self._query_ids(tag="") == [], "the empty tag is no task's tag"
+
+    @checks("QUERY-BUCKETS")
+    def test_query_buckets__membership_zero_and_none(self) -> None:
+        for i, bucket in enumerate([0, 1, 2, None, 1, 10]):
+            self.store.create(snapshot(f"t-{i}", bucket=bucket, created=i))
+        assert self._query_ids(buckets={1, 2}) == ["t-1", "t-2", "t-4"]
+        assert self._query_ids(buckets={0}) == ["t-0"], "bucket 0 is a bucket (falsy trap)"
+        assert self._query_ids(buckets={3}) == [], "no task in bucket 3"
+        assert "t-3" not in self._query_ids(buckets={0, 1, 2, 10}), "bucket None never matches"
+
+    @checks("QUERY-PIPELINE")
+    def test_query_pipeline__exact_run_id(self) -> None:
+        for i, run in enumerate(["run-1", "run-10", None, "run-1", "RUN-1"]):
+            self.store.create(snapshot(f"t-{i}", pipeline_run_id=run, created=i))
+        assert self._query_ids(pipeline_run_id="run-1") == ["t-0", "t-3"]
+        assert self._query_ids(pipeline_run_id="run-") == [], "no prefix matching"
+
+    @checks("QUERY-LIMIT")
+    def test_query_limit__first_n_in_requested_order(self) -> None:
+        self._create_all(*(snapshot(f"t-{i}", created=i) for i in (2, 4, 0, 3, 1)))
+        assert self._query_ids(limit=2) == ["t-0", "t-1"], "limit takes the oldest first"
+        assert self._query_ids(limit=2, newest_first=True) == ["t-4", "t-3"], (
+            "with newest_first, limit takes the newest"
+        )
+        assert self._query_ids(limit=1) == ["t-0"]
+        assert self._query_ids(limit=99) == ["t-0", "t-1", "t-2", "t-3", "t-4"]
+
+    @checks("QUERY-LIMIT")
+    def test_query_limit__zero_returns_nothing(self) -> None:
+        self._create_all(snapshot("t-0"), snapshot("t-1", created=1))
+        assert self._query_ids(limit=0) == [], "limit=0 must return no task"
+
+    @checks("QUERY-FILTERS-COMBINE")
+    def test_query_filters_combine__all_filters_anded(self) -> None:
+        rows = [
+            ("t-0", TaskStatus.RUNNING, "etl-a", {"io"}, 1, "run-1"),
+            ("t-1", TaskStatus.RUNNING, "etl-b", {"io"}, 2, "run-1"),
+            ("t-2", TaskStatus.FAILED, "etl-c", {"io"}, 1, "run-1"),
+            ("t-3", TaskStatus.RUNNING, "web-a", {"io"}, 1, "run-1"),
+            ("t-4", TaskStatus.RUNNING, "etl-d", {"ios"}, 1, "run-1"),
+            ("t-5", TaskStatus.RUNNING, "etl-e", {"io"}, 1, "run-2"),
+            ("t-6", TaskStatus.RUNNING, "etl-f", {"io", "x"}, 1, "run-1"),
+        ]
+        for i, (tid, status, name, tags, bucket, run) in enumerate(rows):
+            self.store.create(
+                snapshot(
+                    tid,
+                    status=status,
+                    name=name,
+                    tags=frozenset(tags),
+                    bucket=bucket,
+                    pipeline_run_id=run,
+                    created=i,
+                )
+            )
+        got = self._query_ids(
+            statuses={TaskStatus.RUNNING},
+            name_prefix="etl-",
+            tag="io",
+            buckets={1},
+            pipeline_run_id="run-1",
+        )
+        assert got == ["t-0", "t-6"], f"combined filters: {got}"
+        assert self._query_ids(name="etl-a", statuses={TaskStatus.FAILED}) == [], "AND, not OR"
+        assert self._query_ids(tag="io", buckets={1}, newest_first=True, limit=2) == [
+            "t-6",
+            "t-5",
+        ]
+
+    @checks("QUERY-EMPTY-SET-MATCHES-NOTHING")
+    def test_query_empty_set_matches_nothing__statuses_and_buckets(self) -> None:
+        self._create_all(snapshot("t-0", bucket=1), snapshot("t-1", created=1))
+        assert self._query_ids(statuses=frozenset()) == [], "statuses=frozenset() matches none"
+        assert self._query_ids(buckets=frozenset()) == [], "buckets=frozenset() matches none"
+        assert self._query_ids(statuses=None, buckets=None) == ["t-0", "t-1"], "None = no filter"
+
+    # ========================================================================================
+    # counts
+    # ========================================================================================
+    @checks("COUNTS-ALL-KEYS")
+    def test_counts_all_keys__empty_store_all_zero(self) -> None:
+        got = dict(self.store.counts())
+        assert got == dict.fromkeys(TaskStatus, 0), f"counts() of an empty store: {got}"
+
+    @checks("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
+    def test_counts_per_status__tracks_creates_and_saves(self) -> None:
+        for i, status in enumerate(
+            [TaskStatus.RUNNING, TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.PENDING]
+        ):
+            self.store.create(snapshot(f"t-{i}", status=status, created=i))
+        expected = dict.fromkeys(TaskStatus, 0)
+        expected.update({TaskStatus.RUNNING: 2, TaskStatus.FAILED: 1, TaskStatus.PENDING: 1})
+        assert dict(self.store.counts()) == expected, "counts() after creates"
+        self.store.save(snapshot("t-0", status=TaskStatus.SUCCEEDED, version=2), expect_version=1)
+        expected[TaskStatus.RUNNING] = 1
+        expected[TaskStatus.SUCCEEDED] = 1
+        got = dict(self.store.counts())
+        assert got == expected, f"counts() after a save changed a status: {got}"
+        assert all(isinstance(k, TaskStatus) for k in got), "counts() keys must be TaskStatus"

@@ -1,0 +1,173 @@
+"""create, get and save: one task at a time, conditional writes refused whole."""
+
+from __future__ import annotations
+
+from ..assertions import expect_raises as _raises
+from ..clauses import checks
+from ..errors import ConcurrencyConflict, StoreError
+from ..model import (
+    TaskSnapshot,
+    TaskStatus,
+)
+from ..samples import (
+    at,
+    snapshot,
+)
+from ._base import ContractBase
+
+__all__ = ["TaskContract"]
+
+
+class TaskContract(ContractBase):
+    """The create / get / save clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # create / get
+    # ========================================================================================
+    @checks("CREATE-THEN-GET")
+    def test_create_then_get__returns_what_was_created(self) -> None:
+        s = snapshot("t-1", name="first")
+        self.store.create(s)
+        self._assert_stored(s, "get() after create()")
+
+    @checks("CREATE-DUPLICATE-RAISES")
+    def test_create_duplicate_raises__conflict_leaves_original(self) -> None:
+        original = snapshot("t-1", name="original", status=TaskStatus.RUNNING, version=5)
+        self.store.create(original)
+        impostor = snapshot("t-1", name="impostor", status=TaskStatus.PENDING, version=1)
+        _raises(StoreError, lambda: self.store.create(impostor), "create() of an existing id")
+        self._assert_stored(original, "a refused create() must not change the stored task")
+        assert len(self.store.query()) == 1, "a refused create() added a row"
+
+    @checks("GET-MISSING-NONE")
+    def test_get_missing_none__empty_and_populated_store(self) -> None:
+        assert self.store.get("nope") is None, "get() of an unknown id on an empty store"
+        self.store.create(snapshot("t-1"))
+        assert self.store.get("nope") is None, "get() of an unknown id"
+        assert self.store.get("t-") is None, "get() must match the id exactly, not a prefix"
+
+    # ========================================================================================
+    # save
+    # ========================================================================================
+    @checks("SAVE-CAS")
+    def test_save_cas__matching_version_is_written(self) -> None:
+        self.store.create(snapshot("t-1", version=1))
+        v2 = snapshot("t-1", version=2, status=TaskStatus.RUNNING, started_at=at(1))
+        self.store.save(v2, expect_version=1)
+        self._assert_stored(v2, "get() after save(expect_version=stored)")
+        v3 = v2.evolve(status_version=3, status=TaskStatus.SUCCEEDED, finished_at=at(2))
+        self.store.save(v3, expect_version=2)
+        self._assert_stored(v3, "second save in a row")
+
+    @checks("SAVE-CONFLICT-RAISES")
+    def test_save_conflict_raises__stale_version_conflict_changes_nothing(self) -> None:
+        self.store.create(snapshot("t-1", version=1))
+        v2 = snapshot("t-1", version=2, status=TaskStatus.RUNNING)
+        self.store.save(v2, expect_version=1)
+        stale = snapshot("t-1", version=3, name="stale", status=TaskStatus.FAILED)
+        _raises(
+            ConcurrencyConflict,
+            lambda: self.store.save(stale, expect_version=1),
+            "save() with expect_version below the stored version",
+        )
+        self._assert_stored(v2, "a refused save() must not change the stored task")
+
+    @checks("SAVE-CONFLICT-RAISES")
+    def test_save_conflict_raises__future_version_conflict_changes_nothing(self) -> None:
+        original = snapshot("t-1", version=4)
+        self.store.create(original)
+        for expect in (5, 6, 100):
+            ahead = snapshot("t-1", version=expect + 1, name="ahead", status=TaskStatus.FAILED)
+
+            def save_ahead(ahead: TaskSnapshot = ahead, expect: int = expect) -> None:
+                self.store.save(ahead, expect_version=expect)
+
+            _raises(
+                ConcurrencyConflict,
+                save_ahead,
+                f"save() with expect_version={expect} above the stored version 4",
+            )
+        self._assert_stored(original, "a refused save() must not change the stored task")
+
+    @checks("SAVE-CONFLICT-DETAILS")
+    def test_save_conflict_details__task_expected_actual(self) -> None:
+        self.store.create(snapshot("t-1", version=2))
+        exc = _raises(
+            ConcurrencyConflict,
+            lambda: self.store.save(snapshot("t-1", version=9), expect_version=8),
+            "save() with a wrong expect_version",
+        )
+        assert exc.task_id == "t-1", f"conflict.task_id is {exc.task_id!r}"
+        assert exc.expected == 8, f"conflict.expected is {exc.expected!r}, the caller passed 8"
+        assert exc.actual == 2, f"conflict.actual is {exc.actual!r}, the store holds 2"
+        missing = _raises(
+            ConcurrencyConflict,
+            lambda: self.store.save(snapshot("ghost", version=2), expect_version=1),
+            "save() of a missing task",
+        )
+        assert missing.actual is None, f"conflict.actual for a missing task is {missing.actual!r}"
+
+    @checks("SAVE-NO-AUTO-RETRY")
+    def test_save_no_auto_retry__second_writer_is_refused_not_merged(self) -> None:
+        self.store.create(snapshot("t-1", version=1))
+        # Two writers both read version 1. A saves first; B must be told, not retried.
+        writer_a = snapshot("t-1", version=2, name="writer-a", status=TaskStatus.RUNNING)
+        writer_b = snapshot("t-1", version=2, name="writer-b", status=TaskStatus.CANCELLED)
+        self.store.save(writer_a, expect_version=1)
+        _raises(
+            ConcurrencyConflict,
+            lambda: self.store.save(writer_b, expect_version=1),
+            "the second writer's save()",
+        )
+        self._assert_stored(writer_a, "the first writer's snapshot must survive the conflict")
+
+    @checks("SAVE-VERSION-SKIP")
+    def test_save_version_skip__gaps_are_accepted(self) -> None:
+        self.store.create(snapshot("t-1", version=2))
+        path = [(2, 4), (4, 5), (5, 19), (19, 1000)]
+        for expect, new in path:
+            s = snapshot("t-1", version=new, name=f"at-{new}")
+            self.store.save(s, expect_version=expect)
+            self._assert_stored(s, f"save() jumping from version {expect} to {new}")
+
+    @checks("SAVE-VERSION-SKIP")
+    def test_save_version_skip__from_zero(self) -> None:
+        self.store.create(snapshot("t-1", version=0))
+        s = snapshot("t-1", version=3)
+        self.store.save(s, expect_version=0)
+        self._assert_stored(s, "save() from version 0 to 3")
+
+    @checks("SAVE-KEEPS-LEASE")
+    def test_save_keeps_lease__lease_from_create_survives(self) -> None:
+        leased = snapshot("t-1", version=1, lease_owner="sup-1", lease_until=at(300))
+        self.store.create(leased)
+        in_memory = snapshot("t-1", version=2, status=TaskStatus.RUNNING)  # lease None
+        self.store.save(in_memory, expect_version=1)
+        got = self._get("t-1")
+        assert (got.lease_owner, got.lease_until) == ("sup-1", at(300)), (
+            f"save() clobbered the lease: now {got.lease_owner!r}, {got.lease_until!r}"
+        )
+        assert got.status is TaskStatus.RUNNING and got.status_version == 2, "save() not applied"
+
+    @checks("SAVE-KEEPS-LEASE")
+    def test_save_keeps_lease__lease_from_touch_survives(self) -> None:
+        self.store.create(snapshot("t-1", version=1))
+        self.store.touch("t-1", lease_owner="sup-2", lease_until=at(120))
+        # The snapshot carries an older, different lease: it must still be ignored.
+        old = snapshot("t-1", version=2, lease_owner="sup-old", lease_until=at(5))
+        self.store.save(old, expect_version=1)
+        got = self._get("t-1")
+        assert (got.lease_owner, got.lease_until) == ("sup-2", at(120)), (
+            f"save() wrote the snapshot's lease: now {got.lease_owner!r}, {got.lease_until!r}"
+        )
+
+    @checks("SAVE-MISSING-RAISES")
+    def test_save_missing_raises__and_creates_nothing(self) -> None:
+        ghost = snapshot("ghost", version=2)
+        _raises(
+            ConcurrencyConflict,
+            lambda: self.store.save(ghost, expect_version=1),
+            "save() of a task that does not exist",
+        )
+        assert self.store.get("ghost") is None, "save() of a missing task created it"
+        assert list(self.store.query()) == [], "save() of a missing task added a row"

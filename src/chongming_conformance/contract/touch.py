@@ -1,0 +1,94 @@
+"""touch(): unversioned heartbeat, progress and lease updates."""
+
+from __future__ import annotations
+
+from ..clauses import checks
+from ..model import (
+    Progress,
+    TaskStatus,
+)
+from ..samples import (
+    KATHMANDU,
+    at,
+    full_snapshot,
+    snapshot,
+)
+from ._base import ContractBase
+
+__all__ = ["TouchContract"]
+
+
+class TouchContract(ContractBase):
+    """The touch clauses of ``StoreContract``."""
+
+    # ========================================================================================
+    # touch
+    # ========================================================================================
+    @checks("TOUCH-NO-VERSION")
+    def test_touch_no_version__version_unchanged_and_save_still_matches(self) -> None:
+        self.store.create(snapshot("t-1", version=3, status=TaskStatus.RUNNING))
+        for i in range(5):
+            self.store.touch("t-1", progress=Progress(done=i), heartbeat_at=at(i))
+        self.store.touch("t-1", lease_owner="sup", lease_until=at(90))
+        assert self._get("t-1").status_version == 3, "touch() changed status_version"
+        nxt = snapshot("t-1", version=4, status=TaskStatus.SUCCEEDED)
+        self.store.save(nxt, expect_version=3)  # must not conflict because of the touches
+        assert self._get("t-1").status_version == 4
+
+    @checks("TOUCH-ONLY-NAMED-FIELDS")
+    def test_touch_only_named_fields__each_argument_alone(self) -> None:
+        original = full_snapshot("t-1")
+        self.store.create(original)
+        self.store.touch("t-1")
+        self._assert_stored(original, "touch() with every argument None must change nothing")
+        p = Progress(done=99, total=None, message=None)
+        self.store.touch("t-1", progress=p)
+        expected = original.evolve(progress=p)
+        self._assert_stored(expected, "touch(progress=...) alone")
+        self.store.touch("t-1", heartbeat_at=at(500))
+        expected = expected.evolve(heartbeat_at=at(500))
+        self._assert_stored(expected, "touch(heartbeat_at=...) alone")
+        self.store.touch("t-1", lease_owner="other")
+        expected = expected.evolve(lease_owner="other")
+        self._assert_stored(expected, "touch(lease_owner=...) alone")
+        self.store.touch("t-1", lease_until=at(900))
+        expected = expected.evolve(lease_until=at(900))
+        self._assert_stored(expected, "touch(lease_until=...) alone")
+
+    @checks("TOUCH-MISSING-IGNORED")
+    def test_touch_missing_ignored__no_error_no_row(self) -> None:
+        self.store.touch(
+            "ghost",
+            progress=Progress(done=1),
+            heartbeat_at=at(1),
+            lease_owner="sup",
+            lease_until=at(30),
+        )
+        self.store.touch("ghost")
+        assert self.store.get("ghost") is None, "touch() of a missing task created it"
+        assert list(self.store.query()) == [], "touch() of a missing task added a row"
+
+    @checks("TOUCH-LEASE")
+    def test_touch_lease__stored_and_renewed(self) -> None:
+        self.store.create(snapshot("t-1"))
+        self.store.touch("t-1", lease_owner="sup-1", lease_until=at(30, KATHMANDU))
+        got = self._get("t-1")
+        assert (got.lease_owner, got.lease_until) == ("sup-1", at(30)), "touch() lease"
+        self.store.touch("t-1", lease_until=at(60))  # renewal by the same owner
+        got = self._get("t-1")
+        assert (got.lease_owner, got.lease_until) == ("sup-1", at(60)), "lease renewal"
+
+    @checks("TOUCH-SIGNALS-SEPARATE")
+    def test_touch_signals_separate__heartbeat_and_lease_independent(self) -> None:
+        self.store.create(snapshot("t-1"))
+        self.store.touch("t-1", heartbeat_at=at(10))
+        got = self._get("t-1")
+        assert got.heartbeat_at == at(10), "heartbeat_at not stored verbatim"
+        assert (got.lease_owner, got.lease_until) == (None, None), "a heartbeat created a lease"
+        self.store.touch("t-1", lease_owner="sup", lease_until=at(40))
+        got = self._get("t-1")
+        assert got.heartbeat_at == at(10), "renewing the lease moved the heartbeat"
+        self.store.touch("t-1", heartbeat_at=at(11))
+        got = self._get("t-1")
+        assert got.lease_until == at(40), "a heartbeat moved the lease"
+        assert got.heartbeat_at == at(11)
