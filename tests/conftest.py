@@ -19,7 +19,7 @@ pytest.register_assert_rewrite(
     "chongming_conformance.contract",
     "chongming_conformance.properties",
     "chongming_conformance.stateful",
-    "chongming_conformance._model",
+    "chongming_conformance.oracle",
 )
 
 DSN_ENV = "CHONGMING_TEST_POSTGRES"

@@ -25,7 +25,6 @@ pytest.register_assert_rewrite(
     "chongming_conformance.contract",
     "chongming_conformance.properties",
     "chongming_conformance.stateful",
-    "chongming_conformance._model",
     "chongming_conformance.oracle",
     "chongming_conformance.stress",
 )

@@ -254,9 +254,9 @@ def load_profile(name: str | None) -> None:
     if not name:
         return
     try:
-        profiles = importlib.import_module("chongming_conformance.profiles")
+        profiles = importlib.import_module("chongming_conformance.hypothesis_profiles")
     except ModuleNotFoundError as exc:
-        if exc.name == "chongming_conformance.profiles":
+        if exc.name == "chongming_conformance.hypothesis_profiles":
             raise pytest.UsageError(
                 f"--chongming-profile={name!r}: this build of chongming-conformance has no "
                 "profiles module (chongming_conformance.profiles)."

@@ -5,31 +5,19 @@ is given, the plugin appends every ``test_*.py`` file of this directory to
 pytest's arguments, so the suite runs from any directory, next to the user's
 own tests. Nothing here runs without a configured store.
 
-Adding a suite class: subclass the kit's base class in a new ``test_*.py``
-file here and point it at the configured store. ``test_contract.py`` is the
-model (``make_store`` + ``open_store`` + ``teardown_method`` under the
-timeout). The other bases, as verified against their current APIs::
+Adding a suite class: a new ``test_*.py`` file here whose class mixes
+``_config.ConfiguredSeam`` into a kit base (any ``seam.StoreSeam``): the mixin
+supplies ``make_store`` (the user's factory), ``wrap_store`` (every call timed)
+and ``guard`` (opening and teardown timed), so each module is a few lines::
 
     # suite/test_properties.py
-    import contextlib
     from chongming_conformance.properties import StoreProperties
-    from chongming_conformance.suite import _config
+    from chongming_conformance.suite._config import ConfiguredSeam
 
-    class TestStoreProperties(StoreProperties):
-        def make_store(self):
-            return _config.store_factory()()      # the user's factory, any form
+    class TestStoreProperties(ConfiguredSeam, StoreProperties):
+        pass                                      # the class body is the base's
 
-        @contextlib.contextmanager
-        def fresh_store(self):                    # one store per example, calls timed
-            with super().fresh_store() as store:
-                yield _config.timed(store)
-
-    # suite/test_stateful.py
-    from chongming_conformance.stateful import StoreStateMachineTests
-
-    class TestStoreStateMachine(StoreStateMachineTests):
-        def make_store(self):
-            return _config.store_factory()()
+Cross-process bases take the shared opener instead::
 
     # suite/test_stress.py
     from chongming_conformance.stress import StressContract
@@ -61,7 +49,7 @@ timeout). The other bases, as verified against their current APIs::
 
 Accessors for suite code live in :mod:`chongming_conformance.suite._config`:
 ``store_factory()``, ``shared_store_factory()``, ``timeout()``,
-``capabilities()``, ``open_timed()``, ``timed()``, ``teardown_timed()`` and
+``capabilities()``, ``timed()``, ``guarded()``, the ``ConfiguredSeam`` mixin and
 ``enter_opener()``.
 """
 

@@ -9,23 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import factory as _factory
 from ..capabilities import Capabilities
 from ..protocol import TaskStore
 from ..timeouts import DEFAULT_TIMEOUT, TimeoutProxy, call_with_timeout
 
+T = TypeVar("T")
+
 __all__ = [
+    "ConfiguredSeam",
     "KitConfig",
     "capabilities",
     "current",
+    "guarded",
     "install",
-    "open_timed",
     "shared_store_factory",
     "store_factory",
     "stress_profile",
-    "teardown_timed",
     "timed",
     "timeout",
     "uninstall",
@@ -101,31 +103,39 @@ def capabilities() -> Capabilities:
     return current().capabilities
 
 
-def open_timed(open_store: Callable[[], TaskStore], label: str = "make_store()") -> TaskStore:
-    """Open a store with ``open_store()`` under the timeout and wrap it in a TimeoutProxy.
-
-    Suite classes call this from their ``open_store`` override, so a hung
-    factory or a hung method call fails one test with the call named.
-    """
-    seconds = timeout()
-    store = call_with_timeout(label, seconds, open_store)
-    proxy: TaskStore = TimeoutProxy(store, seconds)
-    return proxy  # structurally a TaskStore: it exposes exactly the store's methods
-
-
 def timed(store: TaskStore) -> TaskStore:
-    """``store`` behind a TimeoutProxy (for suite classes that open stores themselves)."""
+    """``store`` behind a TimeoutProxy: every method call is bounded by the timeout."""
     proxy: TaskStore = TimeoutProxy(store, timeout())
     return proxy
 
 
-def teardown_timed(teardown: Callable[[], object]) -> None:
-    """Run a suite class's teardown (store.close() and the factory's teardown) under the timeout.
+def guarded(what: str, step: Callable[[], T]) -> T:
+    """Run ``step`` (opening a store, or its teardown) under the timeout, naming ``what``.
 
-    A ``close()`` that hangs then fails the test's teardown, naming it, instead of
-    hanging the run.
+    A hung factory or a ``close()`` that never returns then fails one test with
+    the step named, instead of hanging the run.
     """
-    call_with_timeout("close() / the factory's teardown", timeout(), teardown)
+    return call_with_timeout(what, timeout(), step)
+
+
+class ConfiguredSeam:
+    """The seam hooks (``seam.StoreSeam``) bound to the plugin's configuration.
+
+    Every packaged single-connection suite module is ``class TestX(ConfiguredSeam,
+    Base)``: the store comes from ``--chongming-store``, and opening it, each
+    call and its teardown run under ``--chongming-timeout``. One definition, so
+    the contract, the properties, the state machine and the controller checks
+    can never drift apart in how they open a store.
+    """
+
+    def make_store(self) -> Any:
+        return store_factory()()
+
+    def wrap_store(self, store: TaskStore) -> TaskStore:
+        return timed(store)
+
+    def guard(self, what: str, step: Callable[[], T]) -> T:
+        return guarded(what, step)
 
 
 #: Kept for suite code written against it; the one implementation is in ``factory``.
