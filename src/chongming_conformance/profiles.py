@@ -1,7 +1,7 @@
 """Old name of :mod:`chongming_conformance.hypothesis_profiles`, kept so existing imports work.
 
 Renamed so the hypothesis settings profiles are not confused with the stress
-harness's load profiles (``chongming_conformance.stress.profile``). This module
+harness's load profiles (``chongming_conformance.stress.stress_profiles``). This module
 *is* the new one: importing it gives the very same module object, so loading a
 profile through either name changes the same state.
 """
