@@ -23,7 +23,8 @@ def _named_paths() -> list[str]:
 
 
 def _exists(name: str) -> bool:
-    bases = (PACKAGE, ROOT, ROOT / "tests", *(PACKAGE / d for d in ("report", "plugin", "contract")))
+    groups = ("report", "plugin", "contract")
+    bases = (PACKAGE, ROOT, ROOT / "tests", *(PACKAGE / group for group in groups))
     return any((base / name).exists() for base in bases)
 
 
