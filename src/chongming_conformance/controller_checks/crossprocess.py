@@ -52,7 +52,7 @@ NEVER = 3600.0
 #: Command / supervisor lease of the scenarios without a kill (real seconds).
 LEASE = 30.0
 #: Lease in the kill scenario: short, because the check must wait for it to expire.
-KILL_LEASE = 1.5
+KILL_LEASE = 1.0
 
 
 class ScenarioFailed(Exception):
@@ -330,7 +330,9 @@ def _scenario_no_starvation(run: _Run, stack: contextlib.ExitStack) -> None:
 def _scenario_killed_holder(run: _Run, stack: contextlib.ExitStack) -> None:
     """A holds a task and its STOP, is SIGKILLed; reconcile elsewhere marks it LOST."""
     a = run.spawn("A", poll=FAST_POLL, lease=KILL_LEASE)
+    r = run.spawn("R", poll=NEVER, lease=KILL_LEASE)  # the "new process", started early
     a.ready()
+    r.ready()
     task_id = a.call("submit_cpu_bound")  # never checkpoints: the stop stays in flight
     store = enter_store(run.opener, stack, origin="the shared-store opener")
     stopper = Controller(store, owner="B", command_poll_interval=NEVER, command_lease=LEASE)
@@ -350,8 +352,6 @@ def _scenario_killed_holder(run: _Run, stack: contextlib.ExitStack) -> None:
         expiry = max(expiry, snap.lease_until)
     while datetime.now(UTC) <= expiry and time.monotonic() < run.deadline:
         time.sleep(0.05)
-    r = run.spawn("R", poll=NEVER, lease=KILL_LEASE)
-    r.ready()
     lost = r.call("reconcile")
     run.check(lost == [task_id], f"reconcile() in a new process marked {lost}, not [{task_id}]")
     after = store.get(task_id)
