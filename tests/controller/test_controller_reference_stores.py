@@ -14,7 +14,15 @@ from chongming_conformance.controller_checks import ControllerContract
 from reference_stores import jsonfile, memory, sqlite
 
 
-class TestMemoryStoreUnderAController(ControllerContract):
+class OneProcessOnly(ControllerContract):
+    """The memory and JSON-file stores cannot be shared: their XP-CTRL checks do not apply."""
+
+    def run_cross_process(self, scenario: str) -> None:
+        pytest.skip("this store cannot be shared between processes (guide §7); the "
+                    "cross-process controller checks run for SQLite and Postgres")
+
+
+class TestMemoryStoreUnderAController(OneProcessOnly):
     def make_store(self) -> Any:
         return memory.make_store()
 
@@ -27,16 +35,9 @@ class TestSqliteStoreUnderAController(ControllerContract):
         return sqlite.make_shared_store()
 
 
-class TestJsonFileStoreUnderAController(ControllerContract):
+class TestJsonFileStoreUnderAController(OneProcessOnly):
     def make_store(self) -> Any:
         return jsonfile.make_store()
-
-
-for cls in (TestMemoryStoreUnderAController, TestJsonFileStoreUnderAController):
-    for name in [n for n in dir(cls) if n.startswith("test_xp_")]:
-        setattr(cls, name, pytest.mark.skip(reason="store cannot be shared across processes "
-                                             "(cross-process checks run for SQLite/Postgres)")(
-            getattr(ControllerContract, name)))
 
 
 @pytest.mark.postgres
