@@ -186,6 +186,7 @@ class _Child:
                  poll: float, lease: float) -> None:
         self.owner = owner
         self.deadline = deadline
+        self.budget = deadline - time.monotonic()
         self.inbox, self.outbox = mp.Queue(), mp.Queue()
         self.proc = mp.Process(
             target=_child_main, name=f"chongming-ctrl-{owner}", daemon=True,
@@ -202,7 +203,8 @@ class _Child:
         except queue.Empty:
             raise ScenarioFailed(
                 f"controller {self.owner} (pid {self.proc.pid}) did not answer {what} "
-                f"within the {DEADLINE:g} s deadline (hung store call?)") from None
+                f"within the scenario's {self.budget:.0f} s deadline (hung store call?)"
+            ) from None
         if kind == "error":
             raise ScenarioFailed(f"controller {self.owner} failed on {what}: {value}")
         return value
@@ -241,10 +243,10 @@ class _Child:
 class _Run:
     """A scenario's processes, deadline and problems."""
 
-    def __init__(self, opener: Opener) -> None:
+    def __init__(self, opener: Opener, seconds: float) -> None:
         self.opener = opener
         self.mp = multiprocess.get_context("spawn")
-        self.deadline = time.monotonic() + DEADLINE
+        self.deadline = time.monotonic() + seconds
         self.children: list[_Child] = []
         self.problems: list[str] = []
 
@@ -398,11 +400,12 @@ def _enter_opener(factory: Callable[[], Any], stack: contextlib.ExitStack) -> Op
 
 
 def run_cross_process(scenario: str, make_shared_store: Callable[[], Any],
-                      stack: contextlib.ExitStack) -> list[str]:
+                      stack: contextlib.ExitStack, *, deadline: float = DEADLINE) -> list[str]:
     """Run one scenario on a fresh shared location; return the problems found (empty: pass).
 
     The location's teardown is pushed on ``stack``; every child is gone before
-    this returns.
+    this returns. ``deadline`` bounds the whole scenario (seconds): a store that
+    never delivers what a child waits for fails at the deadline, never hangs.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
@@ -412,7 +415,7 @@ def run_cross_process(scenario: str, make_shared_store: Callable[[], Any],
     except Exception as exc:
         return [f"the opener {opener!r} cannot be sent to a spawned process ({exc}); make it "
                 "a module-level callable or functools.partial of one"]
-    run = _Run(opener)
+    run = _Run(opener, deadline)
     with contextlib.ExitStack() as inner:
         try:
             SCENARIOS[scenario](run, inner)
