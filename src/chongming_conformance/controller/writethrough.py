@@ -9,10 +9,10 @@ transition in version order. ``append`` is idempotent on (task_id, version), so
 re-sending one whose reply was lost is safe.
 
 A ``ConcurrencyConflict`` is not an outage: it means a second writer exists,
-and retrying would hide it (guide §2.1). The one exception is our own save
-whose reply was lost -- the stored row then *is* our latest snapshot, which a
-``get`` shows; anything else is recorded in ``errors`` and the task's writes
-stop there.
+and retrying would hide it (guide §2.1). The one exception is our own earlier
+save whose reply was lost -- the stored row then *is* a snapshot we sent,
+which a ``get`` shows, and the buffer continues from that version; anything
+else is recorded in ``errors`` and the task's writes stop there.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class _Entry:
     persisted_version: int
     latest: TaskSnapshot
     transitions: list[Transition] = field(default_factory=list)
+    #: Snapshots whose save raised without a verdict: any of them may be in the store.
+    unconfirmed: list[TaskSnapshot] = field(default_factory=list)
     conflict: str | None = None
 
 
@@ -118,27 +120,52 @@ class WriteThrough:
         latest = entry.latest
         if latest.status_version != entry.persisted_version:
             try:
-                self._call(self._store.save, latest, expect_version=entry.persisted_version)
+                self._save(entry, latest)
             except ConcurrencyConflict as exc:
                 stored = self._call(self._store.get, latest.task_id)
-                if not _is_our_write(stored, latest):
-                    entry.conflict = str(exc)
-                    self.errors.append(
-                        f"{latest.task_id}: a second writer changed the task "
-                        f"(expected version {entry.persisted_version}): {exc}"
-                    )
+                if not any(_is_same_write(stored, s) for s in entry.unconfirmed):
+                    self._conflict(entry, exc)
                     raise
+                # One of our own saves landed before its reply was lost: the stored
+                # version is ours. Continue from it (not a retry against another writer).
+                assert stored is not None
+                entry.persisted_version = stored.status_version
+                entry.unconfirmed.clear()
+                if stored.status_version != latest.status_version:
+                    try:
+                        self._save(entry, latest)
+                    except ConcurrencyConflict as again:
+                        self._conflict(entry, again)
+                        raise
             entry.persisted_version = latest.status_version
+            entry.unconfirmed.clear()
         while entry.transitions:
             self._call(self._store.append, entry.transitions[0])
             entry.transitions.pop(0)
 
+    def _save(self, entry: _Entry, snapshot: TaskSnapshot) -> None:
+        """save(); remember a snapshot whose save failed without a verdict (it may have landed)."""
+        try:
+            self._call(self._store.save, snapshot, expect_version=entry.persisted_version)
+        except ConcurrencyConflict:
+            raise
+        except Exception:
+            entry.unconfirmed.append(snapshot)
+            raise
 
-def _is_our_write(stored: TaskSnapshot | None, latest: TaskSnapshot) -> bool:
-    """True when the stored row is the snapshot we tried to save (its reply was lost)."""
+    def _conflict(self, entry: _Entry, exc: ConcurrencyConflict) -> None:
+        entry.conflict = str(exc)
+        self.errors.append(
+            f"{entry.latest.task_id}: a second writer changed the task "
+            f"(expected version {entry.persisted_version}): {exc}"
+        )
+
+
+def _is_same_write(stored: TaskSnapshot | None, attempted: TaskSnapshot) -> bool:
+    """True when the stored row is a snapshot we tried to save (its reply was lost)."""
     return (
         stored is not None
-        and stored.status_version == latest.status_version
-        and stored.status is latest.status
-        and stored.updated_at == latest.updated_at
+        and stored.status_version == attempted.status_version
+        and stored.status is attempted.status
+        and stored.updated_at == attempted.updated_at
     )
