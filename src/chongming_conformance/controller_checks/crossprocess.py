@@ -52,7 +52,7 @@ NEVER = 3600.0
 #: Command / supervisor lease of the scenarios without a kill (real seconds).
 LEASE = 30.0
 #: Lease in the kill scenario: short, because the check must wait for it to expire.
-KILL_LEASE = 1.0
+KILL_LEASE = 0.5
 
 
 class ScenarioFailed(Exception):
@@ -222,11 +222,15 @@ class _Child:
             os.kill(self.proc.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
         self.proc.join(5.0)
 
-    def finish(self) -> None:
-        """Ask it to quit; terminate, then kill, whatever does not."""
+    def ask_to_quit(self) -> None:
         if not self.killed and self.proc.is_alive():
             with contextlib.suppress(Exception):
                 self.inbox.put(("quit", ()))
+
+    def finish(self) -> None:
+        """Wait for it to quit (after ask_to_quit); terminate, then kill, whatever does not."""
+        if not self.killed and self.proc.is_alive():
+            with contextlib.suppress(Exception):
                 self.outbox.get(timeout=5.0)
         self.proc.join(5.0)
         if self.proc.is_alive():
@@ -260,6 +264,8 @@ class _Run:
             self.problems.append(problem)
 
     def close(self) -> None:
+        for child in self.children:  # all quit at once, then each is reaped
+            child.ask_to_quit()
         for child in self.children:
             child.finish()
 
