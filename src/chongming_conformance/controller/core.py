@@ -376,11 +376,15 @@ class Controller:
             self.released.append(command.command_id)
 
     def _settle_stops(self) -> None:
-        """Complete every claimed STOP whose task has ended ("stopped" if the stop ended it)."""
+        """Complete every claimed STOP whose task has ended ("stopped" if the stop ended it).
+
+        Called from the poll cycle and from a task's thread as it ends; each flight
+        is taken out under the lock first, so a command is completed once.
+        """
         with self._lock:
             ready = [
-                (f, self._finished[f.task_id])
-                for f in self._in_flight.values()
+                (self._in_flight.pop(command_id), self._finished[f.task_id])
+                for command_id, f in list(self._in_flight.items())
                 if f.task_id in self._finished
             ]
         for flight, final in ready:
@@ -392,9 +396,8 @@ class Controller:
                 self._complete(flight.command_id, outcome)
             except Exception as exc:
                 self.side_path_errors.append(f"complete {flight.command_id}: {exc}")
-                continue
-            with self._lock:
-                self._in_flight.pop(flight.command_id, None)
+                with self._lock:  # try again next cycle
+                    self._in_flight.setdefault(flight.command_id, flight)
 
     def _complete(self, command_id: str, outcome: str) -> None:
         self._call(self.store.complete_command, command_id, now=self._now(), outcome=outcome)
