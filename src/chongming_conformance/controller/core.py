@@ -61,6 +61,9 @@ OUTCOME_ALREADY_TERMINAL = "already-terminal"
 OUTCOME_UNSUPPORTED = "unsupported-kind"
 
 ACTIVE_STATUSES = frozenset(TaskStatus) - TERMINAL_STATUSES
+#: How many ended tasks a controller remembers (to answer a late STOP "already-terminal"
+#: and for ``wait``/``transitions``); older ones are forgotten, oldest first.
+FINISHED_MEMORY = 10_000
 
 
 class ControllerClosed(RuntimeError):
@@ -231,6 +234,10 @@ class Controller:
                 self._held.pop(held.snapshot.task_id, None)
                 self._finished[held.snapshot.task_id] = held.snapshot
                 self._applied[held.snapshot.task_id] = tuple(held.applied)
+                while len(self._finished) > FINISHED_MEMORY:  # oldest first
+                    oldest = next(iter(self._finished))
+                    self._finished.pop(oldest)
+                    self._applied.pop(oldest, None)
             held.done.set()
             self._settle_stops()
 
@@ -501,6 +508,8 @@ class Controller:
             with self._lock:
                 if snap.task_id in self._held:
                     continue
+            if not self._buffer.is_clean(snap.task_id):
+                continue  # we ran it and its last transitions are still on their way
             if snap.lease_until is not None and snap.lease_until > now:
                 continue
             new = snap.evolve(status=TaskStatus.LOST, status_version=snap.status_version + 1,
