@@ -307,3 +307,23 @@ def test_reconcile_lease_boundary_and_terminal_tasks(store: InMemoryTaskStore,
         assert c.reconcile() == []  # nothing left to judge
     finally:
         c.close()
+
+
+def test_reconcile_never_judges_a_task_whose_own_transitions_are_buffered(
+    store: InMemoryTaskStore, clock: ManualClock
+) -> None:
+    faulty = FaultyStore(store)
+    c = make(faulty, clock)  # type: ignore[arg-type]
+    try:
+        faulty.set_faults(fail={"save", "append", "touch"})
+        task_id = c.submit(lambda ctx: None, name="ended-during-an-outage")
+        assert c.wait(task_id, WAIT).status is S.SUCCEEDED
+        clock.advance(LEASE * 2)  # its lease (from create) has long expired
+        faulty.set_faults()
+        assert c.reconcile() == []
+        assert c.flush()
+        snap = store.get(task_id)
+        assert snap is not None and snap.status is S.SUCCEEDED
+        assert c.write_errors == ()
+    finally:
+        c.close()
