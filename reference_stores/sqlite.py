@@ -20,6 +20,10 @@ Does not
     * Match a tag containing NUL exactly: SQLite's JSON1 (3.40) truncates
       ``\\u0000`` when it decodes an array element.
 
+Scale: the bucket and status indexes carry the query order, and ``counts()``
+reads per-status counters kept in the writing transaction, so the hot reads
+stay flat from 10k to 1M tasks (docs/benchmarks.md).
+
 Copying it: the schema, the one-statement ``save``, the ``claim`` statement and
 the ``prune`` transaction are the parts that carry the contract; the rest is
 plumbing through ``chongming_conformance.codec``.
@@ -72,7 +76,11 @@ BUSY_TIMEOUT_SECONDS = 10.0
 # Datetimes are codec text: fixed-width UTC ISO-8601, so ORDER BY / <= on the
 # text is ORDER BY / <= on the instant. Column names equal the codec's tuples
 # (tests/test_sqlite_store.py checks it), so rows go through the codec unchanged.
-_SCHEMA = (
+#: Schema version recorded in ``PRAGMA user_version``; files written before
+#: versioning read 0 and are migrated on open.
+SCHEMA_VERSION = 2
+
+_SCHEMA_V1 = (
     """
     CREATE TABLE IF NOT EXISTS tasks (
         task_id          TEXT PRIMARY KEY,
@@ -99,7 +107,6 @@ _SCHEMA = (
     """,
     # (created_at, task_id) serves ORDER BY created_at, task_id without a sort.
     "CREATE INDEX IF NOT EXISTS tasks_created ON tasks (created_at, task_id)",
-    # The hot distributed query: "the tasks in the buckets I own".
     "CREATE INDEX IF NOT EXISTS tasks_bucket ON tasks (bucket)",
     "CREATE INDEX IF NOT EXISTS tasks_pipeline ON tasks (pipeline_run_id)",
     "CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status)",
@@ -134,6 +141,46 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS commands_task ON commands (task_id)",
 )
 
+# Version 2: the hot reads stay flat as the table grows (docs/benchmarks.md).
+_SCHEMA_V2 = (
+    # The hot distributed query, "the tasks in the buckets I own", filters on the
+    # bucket and orders by created_at: with the order in the index, a LIMIT stops
+    # after LIMIT rows instead of sorting the whole bucket.
+    "DROP INDEX IF EXISTS tasks_bucket",
+    "CREATE INDEX tasks_bucket ON tasks (bucket, created_at, task_id)",
+    # "My bucket's RUNNING tasks": status and bucket are both equalities, then the
+    # order; the same index serves a status-only filter (leading column).
+    "DROP INDEX IF EXISTS tasks_status",
+    "CREATE INDEX tasks_status ON tasks (status, bucket, created_at, task_id)",
+    # counts() reads this instead of every task. Triggers keep it exact: they run
+    # inside the statement that changes tasks, so in the same transaction, for
+    # the store's writes and for any other SQL that writes the table.
+    """
+    CREATE TABLE IF NOT EXISTS task_counts (
+        status TEXT PRIMARY KEY,
+        n      INTEGER NOT NULL
+    )
+    """,
+    "INSERT INTO task_counts (status, n) SELECT status, COUNT(*) FROM tasks GROUP BY status",
+    """
+    CREATE TRIGGER IF NOT EXISTS tasks_count_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_counts (status, n) VALUES (NEW.status, 1)
+            ON CONFLICT (status) DO UPDATE SET n = n + 1;
+    END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS tasks_count_delete AFTER DELETE ON tasks BEGIN
+        UPDATE task_counts SET n = n - 1 WHERE status = OLD.status;
+    END
+    """,
+    # A status change by save() is counted by save() itself, in its own BEGIN
+    # IMMEDIATE transaction (an UPDATE trigger would run a trigger program on
+    # every save, status changed or not).
+)
+
+#: version -> statements that bring a database from version-1 to version.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+
 _TASK_SELECT = f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM tasks"
 _CREATE_SQL = (
     f"INSERT INTO tasks ({', '.join(SNAPSHOT_COLUMNS)}) "
@@ -146,6 +193,12 @@ _SAVE_SQL = (
     "UPDATE tasks SET "
     + ", ".join(f"{c} = :{c}" for c in SAVE_COLUMNS if c != "task_id")
     + " WHERE task_id = :task_id AND status_version = :expect_version"
+)
+_SAVE_READ_SQL = "SELECT status, status_version FROM tasks WHERE task_id = ?"
+# Add ``delta`` to one status's counter (creating the row on first use).
+_COUNT_SQL = (
+    "INSERT INTO task_counts (status, n) VALUES (:status, :delta) "
+    "ON CONFLICT (status) DO UPDATE SET n = n + excluded.n"
 )
 _APPEND_SQL = (
     f"INSERT OR IGNORE INTO transitions ({', '.join(TRANSITION_COLUMNS)}) "
@@ -185,6 +238,27 @@ _MIN_RETURNING_VERSION = (3, 35, 0)
 def _dict_row(cursor: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
     """Rows as plain dicts keyed by column name: exactly what the codec reads."""
     return {d[0]: v for d, v in zip(cursor.description, values, strict=True)}
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Bring the open database to SCHEMA_VERSION; the caller holds BEGIN IMMEDIATE.
+
+    Version 0 is a fresh file *or* one written before versioning (v1 tables, no
+    user_version); version 1's DDL is all ``IF NOT EXISTS``, so both take the
+    same path. A newer version is refused rather than half-understood.
+    """
+    (current,) = conn.execute("PRAGMA user_version").fetchone().values()
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"SQLite database {path!r} is at schema version {current}, newer than this "
+            f"code ({SCHEMA_VERSION}); upgrade chongming-conformance"
+        )
+    for version in range(max(current, 0) + 1, SCHEMA_VERSION + 1):
+        for statement in _MIGRATIONS[version]:
+            conn.execute(statement)
+    if current != SCHEMA_VERSION:
+        # PRAGMA takes no parameters; the value is our own int constant.
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 class SqliteTaskStore:
@@ -233,8 +307,7 @@ class SqliteTaskStore:
             # at the same time do not race each other's CREATE statements.
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _SCHEMA:
-                    conn.execute(statement)
+                _migrate(conn, self.path)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -287,13 +360,16 @@ class SqliteTaskStore:
     def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
         params = {**snapshot_to_row(snapshot), "expect_version": expect_version}
         with self._connection("save", write=True) as conn:
+            # Inside BEGIN IMMEDIATE nobody else writes until COMMIT, so the row
+            # read here is the row the UPDATE below tests: its status tells the
+            # counters what changed, its version explains a conflict.
+            found = conn.execute(_SAVE_READ_SQL, (snapshot.task_id,)).fetchone()
             if conn.execute(_SAVE_SQL, params).rowcount == 1:
+                old_status = found["status"]
+                if old_status != snapshot.status.value:
+                    conn.execute(_COUNT_SQL, {"status": old_status, "delta": -1})
+                    conn.execute(_COUNT_SQL, {"status": snapshot.status.value, "delta": 1})
                 return
-            # Nothing matched. Read the real version only to explain the conflict;
-            # still inside the transaction, so it is the version that refused us.
-            found = conn.execute(
-                "SELECT status_version FROM tasks WHERE task_id = ?", (snapshot.task_id,)
-            ).fetchone()
             actual = None if found is None else int(found["status_version"])
         # Raised after COMMIT (nothing was written); never retried.
         raise ConcurrencyConflict(snapshot.task_id, expect_version, actual)
@@ -358,8 +434,17 @@ class SqliteTaskStore:
         return [row_to_snapshot(r) for r in rows]
 
     def counts(self) -> Mapping[TaskStatus, int]:
+        # The counters (see _SCHEMA_V2) move a status change only in *this*
+        # class's save(). A subclass that replaces save() (a test double, an
+        # author's variant) may not, so it gets the exact GROUP BY over every task
+        # rather than counters that could be silently wrong.
+        sql = (
+            "SELECT status, SUM(n) AS n FROM task_counts GROUP BY status"
+            if type(self).save is SqliteTaskStore.save
+            else "SELECT status, COUNT(*) AS n FROM tasks GROUP BY status"
+        )
         with self._connection("counts") as conn:
-            rows = conn.execute("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status")
+            rows = conn.execute(sql)
             found = {TaskStatus(r["status"]): int(r["n"]) for r in rows.fetchall()}
         return {status: found.get(status, 0) for status in TaskStatus}
 

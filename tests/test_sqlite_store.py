@@ -14,12 +14,14 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import random
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from counts_churn import churn_and_check, recount
 
 from chongming_conformance import (
     ConcurrencyConflict,
@@ -387,3 +389,161 @@ def test_an_integer_beyond_64_bits_raises_store_error(store: SqliteTaskStore) ->
     with pytest.raises(StoreError):
         store.create(snapshot("t1", bucket=2**64))
     assert store.get("t1") is None
+
+
+# -- schema v2: indexes that carry the order, counters for counts() ------------------------
+@checks("QUERY-PUSHDOWN", "QUERY-ORDER-CREATED")
+def test_bucket_and_status_query_reads_one_index_in_order(store: SqliteTaskStore) -> None:
+    _fill(store)
+    with _statements(store) as seen:
+        found = store.query(
+            TaskQuery(buckets=frozenset({1}), statuses=frozenset({TaskStatus.RUNNING}))
+        )
+        store.query(TaskQuery(buckets=frozenset({1}), limit=2))
+    assert [t.task_id for t in found] == ["t001", "t017", "t025"]
+    by_status, by_bucket = (_plan(store, s) for s in seen)
+    assert "USING INDEX tasks_status (status=? AND bucket=?)" in by_status, by_status
+    assert "USING INDEX tasks_bucket (bucket=?)" in by_bucket, by_bucket
+    # The order comes from the index: no sort of the whole bucket before LIMIT.
+    for plan in (by_status, by_bucket):
+        assert "TEMP B-TREE" not in plan, plan
+        assert "SCAN tasks" not in plan, plan
+
+
+def _index_columns(store: SqliteTaskStore, index: str) -> list[str]:
+    return [str(r["name"]) for r in _conn(store).execute(f"PRAGMA index_info({index})")]
+
+
+def test_schema_v2_indexes_and_version(store: SqliteTaskStore) -> None:
+    assert _index_columns(store, "tasks_bucket") == ["bucket", "created_at", "task_id"]
+    assert _index_columns(store, "tasks_status") == ["status", "bucket", "created_at", "task_id"]
+    (version,) = _conn(store).execute("PRAGMA user_version").fetchone().values()
+    assert version == sqlite_store.SCHEMA_VERSION == 2
+
+
+@checks("COUNTS-AGGREGATED")
+def test_counts_reads_the_counters_not_the_tasks(store: SqliteTaskStore) -> None:
+    _fill(store)
+    with _statements(store) as seen:
+        store.counts()
+    plan = _plan(store, _only(seen, "SELECT"))
+    assert "task_counts" in plan and "tasks " not in plan.replace("task_counts", ""), plan
+
+
+@checks("COUNTS-PER-STATUS")
+def test_counters_equal_a_recount_after_churn(store: SqliteTaskStore) -> None:
+    assert churn_and_check(store) == 17
+
+
+def test_counters_stay_exact_with_two_processes_writing(tmp_path: Path) -> None:
+    """Two spawned processes churn one file at once; the counters still match."""
+    path = tmp_path / "shared.db"
+    SqliteTaskStore(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_churn_in_process, args=(str(path), seed)) for seed in (1, 2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+        assert worker.exitcode == 0, f"worker exit code {worker.exitcode}"
+    reopened = SqliteTaskStore(path)
+    try:
+        assert dict(reopened.counts()) == recount(reopened)
+        assert sum(reopened.counts().values()) > 0
+    finally:
+        reopened.close()
+
+
+def _churn_in_process(path: str, seed: int) -> None:
+    """Writes only (the other process writes too, so a mid-run recount would race).
+
+    Task ids carry the seed so the two workers never collide on create; a prune
+    by the other worker may delete one of ours, which then conflicts on save.
+    """
+    rng = random.Random(seed)
+    store = SqliteTaskStore(path)
+    versions: dict[str, int] = {}
+    statuses = list(TaskStatus)
+    try:
+        for step in range(300):
+            if rng.random() < 0.5 or not versions:
+                task_id = f"w{seed}-t{step:05d}"
+                store.create(snapshot(task_id, status=rng.choice(statuses), created=step))
+                versions[task_id] = 1
+            else:
+                task_id = rng.choice(sorted(versions))
+                new = snapshot(task_id, status=rng.choice(statuses), version=versions[task_id] + 1)
+                try:
+                    store.save(new, expect_version=versions[task_id])
+                    versions[task_id] += 1
+                except ConcurrencyConflict:
+                    del versions[task_id]  # pruned by the other worker
+            if step % 50 == 49:
+                store.prune(keep_terminal=rng.randrange(0, 20))
+                alive = {t.task_id for t in store.query()}
+                versions = {k: v for k, v in versions.items() if k in alive}
+    finally:
+        store.close()
+
+
+def test_a_version_1_file_is_migrated_with_its_counts(db_path: Path) -> None:
+    """A file written before versioning (v1 tables, user_version 0) opens as v2."""
+    raw = sqlite3.connect(db_path)
+    for statement in sqlite_store._MIGRATIONS[1]:
+        raw.execute(statement)
+    for i, status in enumerate(["running", "running", "succeeded", "failed"]):
+        raw.execute(
+            "INSERT INTO tasks (task_id, name, status, status_version, created_at, updated_at, "
+            "tags) VALUES (?, 'job', ?, 1, ?, ?, '[]')",
+            (f"old{i}", status, *[f"2026-01-0{i + 1}T00:00:00.000000+00:00"] * 2),
+        )
+    raw.commit()
+    raw.close()
+    store = SqliteTaskStore(db_path)
+    try:
+        counts = store.counts()
+        assert counts[TaskStatus.RUNNING] == 2
+        assert counts[TaskStatus.SUCCEEDED] == 1 and counts[TaskStatus.FAILED] == 1
+        assert _index_columns(store, "tasks_bucket") == ["bucket", "created_at", "task_id"]
+        store.create(snapshot("new", status=TaskStatus.RUNNING))
+        assert store.counts()[TaskStatus.RUNNING] == 3 == len(
+            store.query(TaskQuery(statuses=frozenset({TaskStatus.RUNNING})))
+        )
+    finally:
+        store.close()
+    # Opening again is a no-op: the counters are not added a second time.
+    again = SqliteTaskStore(db_path)
+    try:
+        assert again.counts()[TaskStatus.RUNNING] == 3
+    finally:
+        again.close()
+
+
+def test_a_newer_schema_version_is_refused(db_path: Path) -> None:
+    SqliteTaskStore(db_path).close()
+    raw = sqlite3.connect(db_path)
+    raw.execute(f"PRAGMA user_version = {sqlite_store.SCHEMA_VERSION + 1}")
+    raw.close()
+    with pytest.raises(StoreError, match="newer than this code"):
+        SqliteTaskStore(db_path)
+
+
+def test_a_subclass_that_replaces_save_gets_exact_counts(db_path: Path) -> None:
+    """Only this class's save() moves the counters; a replacement save falls back to GROUP BY."""
+
+    class PlainSave(SqliteTaskStore):
+        def save(self, snapshot: Any, *, expect_version: int) -> None:
+            with self._connection("save") as conn:
+                conn.execute(
+                    "UPDATE tasks SET status = ?, status_version = ? WHERE task_id = ?",
+                    (snapshot.status.value, snapshot.status_version, snapshot.task_id),
+                )
+
+    store = PlainSave(db_path)
+    try:
+        store.create(snapshot("t1", status=TaskStatus.RUNNING))
+        store.save(snapshot("t1", status=TaskStatus.SUCCEEDED, version=2), expect_version=1)
+        assert store.counts()[TaskStatus.SUCCEEDED] == 1
+        assert store.counts()[TaskStatus.RUNNING] == 0
+    finally:
+        store.close()

@@ -1,4 +1,4 @@
-"""``chongming-conformance``: check a store, print the clause catalogue, show the version.
+"""``chongming-conformance``: check a store, probe its scale, print the clause catalogue.
 
 ``check`` is a thin front for pytest with the plugin: it runs only the packaged
 suite (``--chongming-suite-only``) in a fresh interpreter, so it works in any
@@ -9,14 +9,14 @@ exit status.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .clauses import CATALOGUE_VERSION, CLAUSES
+from .clauses import CATALOGUE_VERSION
+from .report.catalogue import render_catalogue
 
 __all__ = ["DEFAULT_SPEC", "main"]
 
@@ -54,39 +54,14 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")
     check.add_argument("--timeout", metavar="SECONDS", help="per-call timeout")
     check.add_argument("--profile", metavar="NAME", help="hypothesis profile")
+    sub.add_parser(
+        "bench",
+        add_help=False,
+        help="scale probe: growth of each hot call's latency with the store's size (never gates)",
+    )
     clauses = sub.add_parser("clauses", help="print the clause catalogue")
     clauses.add_argument("--format", choices=("md", "json"), default="md")
     return parser
-
-
-def _clauses(fmt: str) -> str:
-    if fmt == "json":
-        doc = {
-            "catalogue_version": CATALOGUE_VERSION,
-            "clauses": [
-                {
-                    "id": c.id,
-                    "level": c.level.value,
-                    "section": c.section,
-                    "scope": c.scope.value,
-                    "text": c.text,
-                }
-                for c in CLAUSES.values()
-            ],
-        }
-        return json.dumps(doc, indent=2, ensure_ascii=False)
-    lines = [
-        f"# chongming-conformance clause catalogue {CATALOGUE_VERSION}",
-        "",
-        "| ID | Level | Section | Scope | Requirement |",
-        "|---|---|---|---|---|",
-    ]
-    for c in CLAUSES.values():
-        text = c.text.replace("|", "\\|")
-        lines.append(
-            f"| `{c.id}` | {c.level.value} | {c.section} | {c.scope.value} | {text} |"
-        )
-    return "\n".join(lines)
 
 
 def _pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
@@ -110,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the process exit status."""
     parser = _parser()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["bench"]:
+        # The probe owns its arguments (``bench --help`` shows them).
+        from . import bench
+
+        return bench.main(args[1:])
     spec: str | None = None
     if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
         spec = args.pop(1)
@@ -122,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command == "clauses":
         if extra:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        print(_clauses(ns.format))
+        print(render_catalogue(ns.format))
         return 0
     if ns.command == "check":
         # A fresh interpreter: this one has already imported the package, which would

@@ -1,6 +1,11 @@
 """Turning what an author hands the kit into an open store, with precise errors.
 
-Three factory forms are accepted, all called with no arguments:
+This module is the only place that unwraps a factory: :func:`enter_store` for
+the single-connection suites, :func:`enter_opener` for the shared-store
+factories of the cross-process clauses (plugin check, suite and stress
+harness alike), and :func:`picklability_problem`, the one test of whether an
+opener can reach a worker process. Three factory forms are accepted, all
+called with no arguments:
 
 * a callable returning a store;
 * a generator function yielding one store (code after ``yield`` is teardown);
@@ -19,7 +24,13 @@ from typing import Any
 
 from .protocol import PROTOCOL_METHODS, TaskStore
 
-__all__ = ["StoreShapeError", "enter_store", "protocol_mismatches"]
+__all__ = [
+    "StoreShapeError",
+    "enter_opener",
+    "enter_store",
+    "picklability_problem",
+    "protocol_mismatches",
+]
 
 
 class StoreShapeError(TypeError):
@@ -105,31 +116,106 @@ def _check_store(obj: object, origin: str) -> TaskStore:
     return obj
 
 
+def _is_context_manager(obj: object) -> bool:
+    # A class defining __enter__ is a callable (an opener, say), not a context manager.
+    return not isinstance(obj, type) and hasattr(obj, "__enter__") and hasattr(obj, "__exit__")
+
+
+def _first_yield(gen: Generator[Any, None, None], stack: contextlib.ExitStack, origin: str) -> Any:
+    """The generator's one yielded value; resuming it past ``yield`` is registered on ``stack``."""
+    try:
+        value = next(gen)
+    except StopIteration:
+        raise StoreShapeError(
+            f"{origin} is a generator that returned without yielding anything; it must yield "
+            "exactly once (code after the yield is its teardown)"
+        ) from None
+
+    def finish() -> None:
+        with contextlib.suppress(StopIteration):
+            next(gen)
+            raise RuntimeError(f"{origin} yielded more than once")
+
+    stack.callback(finish)
+    return value
+
+
 def enter_store(
     factory: Callable[[], Any], stack: contextlib.ExitStack, *, origin: str = "the factory"
 ) -> TaskStore:
     """Call ``factory`` and return an open store; teardown is registered on ``stack``.
 
     ``stack`` unwinds in reverse: ``store.close()`` first, then the factory's own
-    teardown (generator code after ``yield``, or ``__exit__``).
+    teardown (generator code after ``yield``, or ``__exit__``). A store that is
+    also a context manager is used as it is, not entered.
     """
     produced = factory()
     if isinstance(produced, Generator):
-        gen: Generator[Any, None, None] = produced
-        store_obj = next(gen)
-
-        def finish() -> None:
-            with contextlib.suppress(StopIteration):
-                next(gen)
-                raise RuntimeError(f"{origin} yielded more than once")
-
-        stack.callback(finish)
+        store_obj = _first_yield(produced, stack, origin)
     elif not protocol_mismatches(produced):
         store_obj = produced
-    elif hasattr(produced, "__enter__") and hasattr(produced, "__exit__"):
+    elif _is_context_manager(produced):
         store_obj = stack.enter_context(produced)
     else:
         store_obj = produced
     store = _check_store(store_obj, origin)
     stack.callback(store.close)
     return store
+
+
+def enter_opener(
+    factory: Callable[[], Any],
+    stack: contextlib.ExitStack,
+    *,
+    origin: str = "make_shared_store()",
+) -> Callable[[], Any]:
+    """Call a ``make_shared_store`` factory (any form :func:`enter_store` takes); return its opener.
+
+    The opener must be a zero-argument callable that opens a *new* store on the
+    shared location each time it is called; the factory's teardown runs when
+    ``stack`` unwinds (after every worker is gone). Whether it can reach a
+    worker process is :func:`picklability_problem`'s question, asked separately.
+    """
+    produced = factory()
+    if isinstance(produced, Generator):
+        opener = _first_yield(produced, stack, origin)
+    elif _is_context_manager(produced):
+        opener = stack.enter_context(produced)
+    else:
+        opener = produced
+    if not isinstance(opener, type) and not protocol_mismatches(opener):
+        # (A store class is a fine opener: calling it opens a store.)
+        raise StoreShapeError(
+            f"{origin} gave a store ({type(opener).__qualname__}), not an opener: return a "
+            "zero-argument callable that opens a new store on the shared location, e.g. "
+            "functools.partial(MyStore, path)"
+        )
+    if not callable(opener):
+        raise StoreShapeError(
+            f"{origin} gave {opener!r} ({type(opener).__name__}), which is not callable; it "
+            "must give a zero-argument opener"
+        )
+    result: Callable[[], Any] = opener
+    return result
+
+
+def picklability_problem(opener: Callable[[], Any]) -> str | None:
+    """Why ``opener`` cannot be shipped to a spawned worker process, or None if it can.
+
+    Uses the pickler the stress harness sends openers with (``multiprocess``'s
+    dill-based ForkingPickler), so the plugin's configure-time check and the
+    harness can never disagree: dill ships a lambda by value, but not an open
+    connection.
+    """
+    from multiprocess.reduction import ForkingPickler  # heavy; only the sharing paths need it
+
+    try:
+        ForkingPickler.dumps(opener)
+    except Exception as exc:
+        return (
+            f"the opener {opener!r} cannot be pickled, so it cannot be sent to a spawned "
+            f"process ({type(exc).__name__}: {exc}); make it a module-level callable or "
+            "functools.partial of one, holding only plain configuration (a path, a DSN, a "
+            "schema name)"
+        )
+    return None

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import pickle
+import random
 import socket
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from counts_churn import churn_and_check, recount
 
 from chongming_conformance import (
     ConcurrencyConflict,
@@ -47,7 +49,7 @@ from chongming_conformance import (
     checks,
 )
 from chongming_conformance.contract import StoreContract
-from chongming_conformance.samples import at, command, snapshot
+from chongming_conformance.samples import at, command, snapshot, transition
 from chongming_conformance.stress.contract import StressContract
 
 try:
@@ -709,3 +711,279 @@ def test_store_query_agrees_with_the_explained_statement(postgres_dsn: str, popu
         assert store.counts()[TaskStatus.PENDING] == 5000
     finally:
         store.close()
+
+
+# -- schema v2: indexes that carry the order ---------------------------------------------------
+def _explain_without_sorting(dsn: str, statement: sql.Composable, params: Any) -> Any:
+    """EXPLAIN with sorts and bitmap scans discouraged: is there an index IN ORDER?
+
+    Switching a method off only makes it very expensive, so a Sort still
+    appears when no index can deliver the order -- which is what is asserted.
+    """
+    with psycopg.connect(dsn) as conn:
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            conn.execute(sql.SQL("SET LOCAL {} = off").format(sql.Identifier(setting)))
+        row = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + statement, params).fetchone()
+        conn.rollback()
+    assert row is not None
+    return row[0]
+
+
+@checks("QUERY-PUSHDOWN", "QUERY-ORDER-CREATED")
+def test_explain_bucket_status_query_uses_the_status_index_in_order(
+    postgres_dsn: str, populated: str
+) -> None:
+    query = TaskQuery(buckets=frozenset({3}), statuses=frozenset({TaskStatus.RUNNING}))
+    built = pgstore.query_statement(populated, query)
+    assert built is not None
+    plan = _explain_without_sorting(postgres_dsn, *built)
+    assert "tasks_status_idx" in _index_names(plan)
+    assert "Sort" not in _node_types(plan), "the index must deliver ORDER BY created_at"
+
+
+@checks("QUERY-PUSHDOWN", "QUERY-ORDER-CREATED")
+def test_explain_one_bucket_with_limit_reads_the_bucket_index_in_order(
+    postgres_dsn: str, populated: str
+) -> None:
+    for newest_first in (False, True):
+        query = TaskQuery(buckets=frozenset({3}), limit=5, newest_first=newest_first)
+        built = pgstore.query_statement(populated, query)
+        assert built is not None
+        plan = _explain_without_sorting(postgres_dsn, *built)
+        assert "tasks_bucket_idx" in _index_names(plan)
+        assert "Sort" not in _node_types(plan), "LIMIT must stop early, not sort the bucket"
+    # The check can fail: two buckets are two ranges of the bucket index, in
+    # order only after a Sort, so the planner sorts them or walks tasks_created.
+    built = pgstore.query_statement(populated, TaskQuery(buckets=frozenset({3, 7}), limit=5))
+    assert built is not None
+    plan = _explain_without_sorting(postgres_dsn, *built)
+    assert "Sort" in _node_types(plan) or "tasks_bucket_idx" not in _index_names(plan)
+
+
+def test_single_and_several_buckets_and_statuses_give_the_same_rows(
+    postgres_dsn: str, populated: str
+) -> None:
+    """The "=" form for one value and the "= ANY" form agree (no row lost either way)."""
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=populated)
+    try:
+        pending = TaskStatus.PENDING
+        one = store.query(TaskQuery(buckets=frozenset({3}), statuses=frozenset({pending})))
+        two = store.query(
+            TaskQuery(
+                buckets=frozenset({3, 10_000}), statuses=frozenset({pending, TaskStatus.LOST})
+            )
+        )
+        assert [t.task_id for t in one] == [t.task_id for t in two]
+        assert [t.task_id for t in one] == [f"t-{g}" for g in range(1, 5001) if g % 100 == 3]
+    finally:
+        store.close()
+
+
+# -- counters: counts() stays exact -----------------------------------------------------------
+@checks("COUNTS-AGGREGATED")
+def test_counts_reads_the_counters(postgres_dsn: str, populated: str) -> None:
+    """The populated rows came in by plain SQL; the triggers counted them anyway."""
+    with psycopg.connect(postgres_dsn) as conn:
+        rows = conn.execute(
+            sql.SQL("SELECT status, sum(n) FROM {} GROUP BY status").format(
+                sql.Identifier(populated, "task_counts")
+            )
+        ).fetchall()
+    assert rows == [("pending", 5000)]
+
+
+@checks("COUNTS-PER-STATUS")
+def test_counters_equal_a_recount_after_churn(postgres_dsn: str, schema: str) -> None:
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=schema)
+    try:
+        assert churn_and_check(store) == 17
+    finally:
+        store.close()
+
+
+@checks("COUNTS-PER-STATUS")
+def test_eight_threads_writing_keep_the_counters_exact(postgres_dsn: str, schema: str) -> None:
+    """8 threads create, save (changing status) and prune at once; counts() == a recount.
+
+    Each thread has its own connection (max_size=8), so the counter rows are
+    updated by concurrent transactions, the case the per-backend slots and the
+    ordered upsert are for.
+    """
+    store = pgstore.PostgresTaskStore(postgres_dsn, schema=schema, min_size=8, max_size=8)
+    statuses = list(TaskStatus)
+    go = threading.Barrier(WRITERS)
+
+    def writer(w: int) -> int:
+        rng = random.Random(w)
+        go.wait()
+        versions: dict[str, int] = {}
+        for step in range(60):
+            if rng.random() < 0.5 or not versions:
+                task_id = f"w{w}-t{step:03d}"
+                store.create(snapshot(task_id, status=rng.choice(statuses), created=step))
+                versions[task_id] = 1
+            else:
+                task_id = rng.choice(sorted(versions))
+                new = snapshot(task_id, status=rng.choice(statuses), version=versions[task_id] + 1)
+                try:
+                    store.save(new, expect_version=versions[task_id])
+                    versions[task_id] += 1
+                except ConcurrencyConflict:
+                    del versions[task_id]  # pruned by another thread
+            if step % 20 == 19:
+                store.prune(keep_terminal=rng.randrange(0, 40))
+        return len(versions)
+
+    try:
+        with ThreadPoolExecutor(WRITERS) as pool:
+            list(pool.map(writer, range(WRITERS)))
+        counts = dict(store.counts())
+        assert counts == recount(store)
+        assert sum(counts.values()) > 0
+        with psycopg.connect(postgres_dsn) as conn:
+            row = conn.execute(
+                sql.SQL("SELECT count(DISTINCT slot) FROM {}").format(
+                    sql.Identifier(schema, "task_counts")
+                )
+            ).fetchone()
+        assert row is not None and row[0] > 1, "all writers hit one counter slot"
+    finally:
+        store.close()
+
+
+def test_install_migrates_a_version_1_schema_with_its_counts(postgres_dsn: str) -> None:
+    name = f"chongming_it_{uuid.uuid4().hex[:16]}"
+    try:
+        with psycopg.connect(postgres_dsn) as conn:
+            s = sql.Identifier(name)
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(s))
+            conn.execute(
+                sql.SQL("CREATE TABLE {} (version integer PRIMARY KEY, installed_at timestamptz "
+                        "NOT NULL DEFAULT now())").format(sql.Identifier(name, "schema_version"))
+            )
+            for statement in pgstore._MIGRATIONS[1]:
+                conn.execute(sql.SQL(statement).format(schema=s))
+            conn.execute(
+                sql.SQL("INSERT INTO {} (version) VALUES (1)").format(
+                    sql.Identifier(name, "schema_version")
+                )
+            )
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (task_id, name, status, status_version, created_at, "
+                    "updated_at) SELECT 't-' || g, 'job', "
+                    "CASE WHEN g % 3 = 0 THEN 'running' ELSE 'succeeded' END, 1, now(), now() "
+                    "FROM generate_series(1, 30) AS g"
+                ).format(sql.Identifier(name, "tasks"))
+            )
+        assert pgstore.install_schema(postgres_dsn, name) == pgstore.SCHEMA_VERSION == 2
+        store = pgstore.PostgresTaskStore(postgres_dsn, schema=name)
+        try:
+            counts = store.counts()
+            assert counts[TaskStatus.RUNNING] == 10 and counts[TaskStatus.SUCCEEDED] == 20
+            store.create(snapshot("new", status=TaskStatus.RUNNING))
+            assert store.counts()[TaskStatus.RUNNING] == 11
+        finally:
+            store.close()
+        with psycopg.connect(postgres_dsn) as conn:
+            versions = conn.execute(
+                sql.SQL("SELECT version FROM {} ORDER BY version").format(
+                    sql.Identifier(name, "schema_version")
+                )
+            ).fetchall()
+        assert versions == [(1,), (2,)]
+    finally:
+        pgstore.drop_schema(postgres_dsn, name)
+
+
+# -- make_store recycles schemas without weakening isolation ---------------------------------------
+def _fill_everything(store: pgstore.PostgresTaskStore) -> None:
+    store.create(snapshot("t1", status=TaskStatus.RUNNING))
+    store.create(snapshot("t2", status=TaskStatus.SUCCEEDED, created=1))
+    store.save(snapshot("t1", status=TaskStatus.FAILED, version=2), expect_version=1)
+    store.append(transition("t1", 1))
+    store.submit_command(command("c1", "t1"))
+    store.submit_command(command("c2", "t2", created=1))
+    assert store.claim_commands(now=at(5), lease_seconds=30, limit=1)
+    assert sum(store.counts().values()) == 2
+
+
+def _assert_empty(store: pgstore.PostgresTaskStore) -> None:
+    assert store.get("t1") is None and store.get("t2") is None
+    assert store.query() == []
+    assert store.history("t1") == []
+    assert store.claim_commands(now=at(10_000), lease_seconds=30, limit=100) == []
+    assert set(store.counts().values()) == {0}
+
+
+def test_make_store_recycles_a_schema_and_it_starts_empty(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
+    first = pgstore.make_store()
+    store = next(first)
+    used = store._schema
+    _fill_everything(store)
+    store.close()
+    first.close()  # teardown: the schema is emptied and goes back to the pool
+    second = pgstore.make_store()
+    again = next(second)
+    try:
+        assert again._schema == used, "the schema was not recycled"
+        _assert_empty(again)
+        with psycopg.connect(postgres_dsn) as conn:
+            for table in ("tasks", "transitions", "commands", "task_counts"):
+                row = conn.execute(
+                    sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(used, table))
+                ).fetchone()
+                assert row == (0,), f"{table} still has rows"
+    finally:
+        again.close()
+        second.close()
+
+
+def test_make_store_never_hands_out_a_schema_that_is_not_empty(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that lands after the release (a call in flight at close) is caught."""
+    monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
+    first = pgstore.make_store()
+    used = next(first)._schema
+    first.close()
+    with psycopg.connect(postgres_dsn) as conn:  # the late write
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (command_id, task_id, kind, issued_by, created_at) "
+                "VALUES ('late', 't1', 'stop', 'x', now())"
+            ).format(sql.Identifier(used, "commands"))
+        )
+    second = pgstore.make_store()
+    store = next(second)
+    try:
+        assert store._schema != used
+        _assert_empty(store)
+        with psycopg.connect(postgres_dsn) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [used]
+            ).fetchone()
+        assert row == (0,), "the dirty schema was not dropped"
+    finally:
+        store.close()
+        second.close()
+
+
+def test_make_fresh_store_drops_its_schema(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
+    gen = pgstore.make_fresh_store()
+    store = next(gen)
+    used = store._schema
+    _assert_empty(store)
+    store.close()
+    gen.close()
+    with psycopg.connect(postgres_dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [used]
+        ).fetchone()
+    assert row == (0,)

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from chongming_conformance.capabilities import Capabilities
-from chongming_conformance.plugin import _blames
-from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS, TestResult, evaluate
+from chongming_conformance.report import (
+    FAIL,
+    NOT_VERIFIED,
+    PASS,
+    TestResult,
+    blamed_among,
+    evaluate,
+    parse_blames,
+)
 
 MACHINE = "suite/test_stateful.py::TestStoreStateMachine::test_state_machine"
 CONTRACT_GET = "suite/test_contract.py::TestStoreContract::test_create_then_get__x"
@@ -39,7 +46,17 @@ def test_unattributed_failure_fails_every_declared_clause() -> None:
 
 def test_blame_note_is_read_from_pytest_failure_text() -> None:
     text = "E       AssertionError: get() after save()\nE       chongming-blame: SAVE-KEEPS-LEASE\n"
-    assert _blames(text, ("SAVE-CAS", "SAVE-KEEPS-LEASE")) == ("SAVE-KEEPS-LEASE",)
+    assert blamed_among(text, ("SAVE-CAS", "SAVE-KEEPS-LEASE")) == ("SAVE-KEEPS-LEASE",)
     # A note naming nothing the test declares is ignored: blame everything (conservative).
-    assert _blames(text, ("SAVE-CAS",)) == ()
-    assert _blames("E   AssertionError: x", ("SAVE-CAS",)) == ()
+    assert blamed_among(text, ("SAVE-CAS",)) == ()
+    assert blamed_among("E   AssertionError: x", ("SAVE-CAS",)) == ()
+
+
+def test_every_blame_note_is_parsed_in_order_without_repeats() -> None:
+    text = (
+        "E       chongming-blame: SAVE-KEEPS-LEASE, SAVE-CAS\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "chongming-blame: SAVE-CAS\n"
+    )
+    assert parse_blames(text) == ("SAVE-CAS", "SAVE-KEEPS-LEASE")
+    assert parse_blames("AssertionError: chongming-blame: SAVE-CAS") == ()  # not a note line

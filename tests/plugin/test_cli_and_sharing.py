@@ -73,12 +73,18 @@ def test_check_bad_spec_is_a_usage_error(tmp_path: Path) -> None:
 SHARING = '''
 import contextlib
 import functools
+import sqlite3
 
 from reference_stores.memory import InMemoryTaskStore, make_store
 
 
-def make_shared_lambda():
-    return lambda: InMemoryTaskStore()          # a closure: cannot be shipped to workers
+def _open_with(conn):
+    return InMemoryTaskStore()
+
+
+def make_shared_unpicklable():
+    # Holds a live connection: not even dill (the harness's pickler) can ship it to workers.
+    return functools.partial(_open_with, sqlite3.connect(":memory:"))
 
 
 @contextlib.contextmanager
@@ -103,7 +109,7 @@ def sharing(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_unpicklable_opener_is_a_usage_error(sharing: pytest.Pytester) -> None:
     result = run(
         sharing, "--chongming-store=sharing:make_store",
-        "--chongming-shared-store=sharing:make_shared_lambda",
+        "--chongming-shared-store=sharing:make_shared_unpicklable",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "cannot be pickled" in result.stderr.str()

@@ -12,7 +12,7 @@ import pytest
 from chongming_conformance import CLAUSES, Scope
 from chongming_conformance.capabilities import Capabilities, CapabilityError, parse_capabilities
 from chongming_conformance.factory import protocol_mismatches
-from chongming_conformance.plugin import _hypothesis_info
+from chongming_conformance.plugin.harvest import hypothesis_info
 from chongming_conformance.protocol import TaskStore
 from chongming_conformance.report import (
     REPORT_SCHEMA,
@@ -190,7 +190,7 @@ def test_hypothesis_failure_details_are_extracted(pytester: pytest.Pytester) -> 
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == 1
-    info = _hypothesis_info([result.stdout.str()])
+    info = hypothesis_info([result.stdout.str()])
     [example] = info["falsifying_examples"]
     assert "test_small(" in example and "n=5" in example
     assert any(note.startswith("@reproduce_failure(") for note in info["notes"])

@@ -53,6 +53,16 @@ class CheckThenWriteSave(SqliteTaskStore):
             conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id", row)
 
 
+def _claimable_rows(conn: sqlite3.Connection, now: datetime, limit: int) -> list[Any]:
+    """The commands a claim at ``now`` may take, read WITHOUT taking them (the broken part)."""
+    return conn.execute(
+        f"SELECT {', '.join(COMMAND_COLUMNS)} FROM commands WHERE finished_at IS NULL "
+        "AND (lease_until IS NULL OR lease_until <= ?) ORDER BY created_at, command_id "
+        "LIMIT ?",
+        (encode_dt(now), limit),
+    ).fetchall()
+
+
 class UnlockedClaim(SqliteTaskStore):
     """claim_commands() selects, then updates each row: no BEGIN IMMEDIATE around both."""
 
@@ -64,12 +74,7 @@ class UnlockedClaim(SqliteTaskStore):
                 return []
         until = now + timedelta(seconds=lease_seconds)
         with self._connection("claim_commands") as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(COMMAND_COLUMNS)} FROM commands WHERE finished_at IS NULL "
-                "AND (lease_until IS NULL OR lease_until <= ?) ORDER BY created_at, command_id "
-                "LIMIT ?",
-                (encode_dt(now), limit),
-            ).fetchall()
+            rows = _claimable_rows(conn, now, limit)
         claimed = []
         for row in rows:
             with self._connection("claim_commands") as conn:
@@ -87,12 +92,7 @@ class NoLeaseClaim(SqliteTaskStore):
     ) -> Sequence[Command]:
         until = now + timedelta(seconds=lease_seconds)
         with self._connection("claim_commands") as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(COMMAND_COLUMNS)} FROM commands WHERE finished_at IS NULL "
-                "AND (lease_until IS NULL OR lease_until <= ?) ORDER BY created_at, command_id "
-                "LIMIT ?",
-                (encode_dt(now), max(limit, 0)),
-            ).fetchall()
+            rows = _claimable_rows(conn, now, max(limit, 0))
         return [replace(row_to_command(r), lease_until=until) for r in rows]
 
 

@@ -29,10 +29,10 @@ from chongming_conformance.stress import (
     get_profile,
     run_scenario,
 )
-from chongming_conformance.stress.checker import check_claim_race
 from chongming_conformance.stress.harness import Harness
 from chongming_conformance.stress.log import Logs, Op, OpLog, read_logs
-from chongming_conformance.stress.worker import at
+from chongming_conformance.stress.records import at
+from chongming_conformance.stress.scenarios import claim_race
 
 TIGHT = StressProfile("tight", processes=2, rounds=2, deadline=6.0, crash_cycles=1)
 
@@ -72,7 +72,7 @@ def test_an_opener_that_cannot_be_pickled_is_refused_with_the_reason() -> None:
 
 def test_every_cross_process_clause_has_a_scenario_and_a_contract_test() -> None:
     cross = {c.id for c in CLAUSES.values() if c.scope is Scope.CROSS_PROCESS}
-    by_scenarios = {cid for s in SCENARIOS.values() for cid in clauses_of(s)}
+    by_scenarios = {cid for s in SCENARIOS.values() for cid in s.clauses}
     tests = [getattr(StressContract, n) for n in dir(StressContract) if n.startswith("test_")]
     by_tests = {cid for t in tests for cid in clauses_of(t)}
     assert by_scenarios == cross
@@ -109,7 +109,7 @@ def _end(worker: int, seq: int, rnd: int, cid: str, what: str = "complete") -> O
 
 def _check(tmp_path: Path, ops: dict[int, list[Op]]) -> set[str]:
     h = Harness("claim_race", functools.partial(failing_opener, "x"), PROFILES["quick"], tmp_path)
-    check_claim_race(h, Logs(ops=ops), ["c"], PARAMS, [])
+    claim_race.judge(h, Logs(ops=ops), ["c"], PARAMS, [])
     return {a.kind for a in h.anomalies}
 
 

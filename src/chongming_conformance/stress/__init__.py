@@ -5,6 +5,12 @@ A backend shares one store location across processes through
 ``run_scenario(name, opener, profile)`` runs one scenario in spawned worker
 processes and returns a ``ScenarioResult`` with the anomalies it found;
 ``StressContract`` wraps every scenario as a test method.
+
+Layout: ``scenarios/<name>.py`` -- one per scenario: its worker roles, setup
+and verdict, registered with the clause it proves; ``harness`` -- spawning,
+barrier, deadlines, logs; ``runner`` -- one scenario run to a result;
+``records`` -- what workers write and log; ``stress_profiles`` -- how hard a
+run pushes; ``contract`` -- the tests generated from the registry.
 """
 
 from __future__ import annotations
@@ -12,9 +18,9 @@ from __future__ import annotations
 from .contract import StressContract
 from .harness import Anomaly, Opener
 from .integrity import sqlite_integrity, sqlite_opener_integrity
-from .profile import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
 from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_all, run_scenario
-from .scenarios import SCENARIOS
+from .scenarios import SCENARIOS, Scenario
+from .stress_profiles import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -23,6 +29,7 @@ __all__ = [
     "Anomaly",
     "IntegrityCheck",
     "Opener",
+    "Scenario",
     "ScenarioResult",
     "StressContract",
     "StressProfile",

@@ -13,9 +13,9 @@ import time
 from collections.abc import Sequence
 
 from .integrity import sqlite_opener_integrity
-from .profile import PROFILES
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
+from .stress_profiles import PROFILES
 
 
 def main(argv: Sequence[str] | None = None) -> int:

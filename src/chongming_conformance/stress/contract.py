@@ -1,4 +1,4 @@
-"""``StressContract``: the cross-process clauses as test methods, one per scenario.
+"""``StressContract``: the cross-process clauses as test methods, one per registered scenario.
 
 Subclass it (pytest collects the ``test_*`` methods of a ``Test*`` class) and
 implement ``make_shared_store()``, which sets up ONE shared location and
@@ -13,6 +13,13 @@ new, independent store on that location every time it is called::
             yield functools.partial(MyStore, path)
             os.remove(path)
 
+The test methods are not written here: one is generated for every scenario in
+``scenarios.SCENARIOS``, named ``test_<clause>__<rule>`` and declaring its
+clause with ``@checks`` -- the same mark every other check in the kit carries,
+which is how the plugin maps results to clauses. A new scenario module
+therefore gets its test (and its clause in the report) without touching this
+file.
+
 No pytest import: the assertions are plain ``assert``-style ``AssertionError``s
 carrying the anomalies found.
 """
@@ -20,15 +27,16 @@ carrying the anomalies found.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..clauses import checks
 from .harness import Opener
-from .profile import StressProfile, get_profile
 from .runner import ScenarioResult, enter_shared, run_scenario
+from .scenarios import SCENARIOS, Scenario
+from .stress_profiles import StressProfile, get_profile
 
-__all__ = ["StressContract"]
+__all__ = ["StressContract", "scenario_test"]
 
 
 class StressContract:
@@ -72,31 +80,22 @@ class StressContract:
             raise AssertionError(result.report())
         return result
 
-    # -- the scenarios --------------------------------------------------------------------
-    @checks("XP-SAVE-ATOMIC")
-    def test_xp_save_atomic__save_race(self) -> None:
-        self.assert_stress("save_race")
 
-    @checks("XP-CLAIM-EXCLUSIVE")
-    def test_xp_claim_exclusive__claim_race(self) -> None:
-        self.assert_stress("claim_race")
+def scenario_test(scenario: Scenario) -> Callable[[StressContract], None]:
+    """A test method running ``scenario`` (failing with its anomalies), marked with its clause."""
 
-    @checks("XP-CLAIM-CRASH-RECOVERY")
-    def test_xp_claim_crash_recovery__killed_holder(self) -> None:
-        self.assert_stress("crash_recovery")
+    def test(self: StressContract) -> None:
+        self.assert_stress(scenario.name)
 
-    @checks("XP-TOUCH-SAVE")
-    def test_xp_touch_save__touch_while_saving(self) -> None:
-        self.assert_stress("touch_save")
+    test.__name__ = scenario.test_name
+    test.__qualname__ = f"{StressContract.__qualname__}.{scenario.test_name}"
+    test.__doc__ = f"Scenario {scenario.name!r} proves {scenario.clause}."
+    return checks(scenario.clause)(test)
 
-    @checks("XP-APPEND-REPLAY")
-    def test_xp_append_replay__concurrent_replay(self) -> None:
-        self.assert_stress("append_replay")
 
-    @checks("XP-RELEASE-NO-STARVATION")
-    def test_xp_release_no_starvation__owner_gets_its_command(self) -> None:
-        self.assert_stress("release_starvation")
+def _add_scenario_tests() -> None:
+    for scenario in SCENARIOS.values():
+        setattr(StressContract, scenario.test_name, scenario_test(scenario))
 
-    @checks("XP-SHARED-VISIBILITY")
-    def test_xp_shared_visibility__next_read_sees_it(self) -> None:
-        self.assert_stress("shared_visibility")
+
+_add_scenario_tests()

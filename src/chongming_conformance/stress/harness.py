@@ -1,8 +1,9 @@
 """Process machinery: spawn workers, line them up, bound them, collect their logs.
 
-Only the *opener* (a picklable zero-argument callable, see ``sharing``) and
-plain parameters cross the process boundary; every worker calls the opener to
-get its own connection. Everything is bounded three ways: a deadline shared by
+Only the *opener* (a picklable zero-argument callable that opens a new store on
+the shared location, see ``runner.enter_shared`` and docs/stress.md "Sharing a
+store") and plain parameters cross the process boundary; every worker calls
+the opener to get its own connection. Everything is bounded three ways: a deadline shared by
 the parent and every worker (barrier and event waits time out at it), a
 self-destruct in each child (``SIGALRM`` with its default action, plus a timer
 calling ``os._exit``), and terminate-then-kill by the parent. A worker still
@@ -31,7 +32,7 @@ from ..errors import ConcurrencyConflict
 from ..factory import enter_store
 from ..protocol import TaskStore
 from .log import Logs, OpLog, read_logs
-from .profile import StressProfile
+from .stress_profiles import StressProfile
 
 __all__ = [
     "Anomaly",

@@ -1,4 +1,4 @@
-"""Per-worker JSON-lines operation logs, written by workers and read by the checker.
+"""Per-worker JSON-lines operation logs, written by workers and read by the verdicts.
 
 One line per event, flushed as it is written: a line the worker finished
 writing is in the OS page cache, so it survives a SIGKILL of the worker (only
@@ -67,7 +67,7 @@ class OpLog:
 
 @dataclass(slots=True)
 class Op:
-    """One store call as the checker sees it; ``pending`` if it never returned."""
+    """One store call as a verdict sees it; ``pending`` if it never returned."""
 
     worker: int
     seq: int

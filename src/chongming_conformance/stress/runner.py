@@ -7,18 +7,15 @@ import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from multiprocess.reduction import ForkingPickler
-
-from ..clauses import clauses_of
-from ..factory import StoreShapeError, protocol_mismatches
+from ..factory import enter_opener, picklability_problem
 from .harness import Anomaly, Harness, Opener
-from .profile import StressProfile, get_profile
 from .scenarios import SCENARIOS
+from .stress_profiles import StressProfile, get_profile
 
 __all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_all", "run_scenario"]
 
@@ -76,50 +73,11 @@ class ScenarioResult:
         return "\n".join(lines)
 
 
-def enter_shared(factory: Callable[[], Any], stack: contextlib.ExitStack,
-                 *, origin: str = "make_shared_store()") -> Opener:
-    """Call a ``make_shared_store`` factory (any form of ``enter_store``) and return its opener.
+#: The one unwrapping of a shared-store factory lives in :mod:`chongming_conformance.factory`.
+enter_shared = enter_opener
 
-    The opener must be a picklable zero-argument callable that opens a new store
-    on the shared location each time; the factory's teardown runs when ``stack``
-    unwinds (after every worker is gone).
-    """
-    produced = factory()
-    if isinstance(produced, Generator):
-        gen: Generator[Any, None, None] = produced
-        opener = next(gen)
-
-        def finish() -> None:
-            with contextlib.suppress(StopIteration):
-                next(gen)
-                raise RuntimeError(f"{origin} yielded more than once")
-
-        stack.callback(finish)
-    elif hasattr(produced, "__enter__") and hasattr(produced, "__exit__"):
-        opener = stack.enter_context(produced)
-    else:
-        opener = produced
-    if not protocol_mismatches(opener):
-        raise StoreShapeError(
-            f"{origin} gave a store ({type(opener).__qualname__}), not an opener: return a "
-            "zero-argument callable that opens a new store on the shared location, e.g. "
-            "functools.partial(MyStore, path)"
-        )
-    if not callable(opener):
-        raise StoreShapeError(f"{origin} gave {opener!r}, which is not callable; it must give "
-                              "a zero-argument opener")
-    result: Opener = opener
-    return result
-
-
-def _check_picklable(opener: Opener) -> str | None:
-    try:
-        ForkingPickler.dumps(opener)
-    except Exception as exc:
-        return (f"the opener {opener!r} cannot be sent to a spawned process ({exc}); make it a "
-                "module-level callable or functools.partial of one, holding only plain "
-                "configuration (a path, a DSN, a schema name)")
-    return None
+#: The one picklability test (the pickler used here to ship openers) lives there too.
+_check_picklable = picklability_problem
 
 
 def _generic_integrity(h: Harness) -> None:
@@ -158,7 +116,7 @@ def run_scenario(
         raise ValueError(f"unknown stress scenario {name!r}; known: {', '.join(SCENARIOS)}")
     prof = get_profile(profile)
     scenario = SCENARIOS[name]
-    result = ScenarioResult(name, clauses_of(scenario), prof.name)
+    result = ScenarioResult(name, scenario.clauses, prof.name)
     problem = _check_picklable(opener)
     if problem is not None:
         result.errors.append(problem)
@@ -167,7 +125,7 @@ def run_scenario(
     h = Harness(name, opener, prof, logdir)
     started = time.monotonic()
     try:
-        scenario(h)
+        scenario.run(h)
     except Exception as exc:
         h.errors.append(f"scenario {name!r} failed in the parent: {type(exc).__name__}: {exc}\n"
                         + traceback.format_exc(limit=6))
@@ -208,7 +166,7 @@ def run_all(
             try:
                 opener = enter_shared(make_shared_store, stack)
             except Exception as exc:
-                failed = ScenarioResult(name, clauses_of(SCENARIOS[name]),
+                failed = ScenarioResult(name, SCENARIOS[name].clauses,
                                         get_profile(profile).name)
                 failed.errors.append(f"make_shared_store() failed: {type(exc).__name__}: {exc}")
                 results.append(failed)

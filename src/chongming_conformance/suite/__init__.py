@@ -47,7 +47,8 @@ timeout). The other bases, as verified against their current APIs::
   ``_config.shared_store_factory()`` is None, and skipped as UNSUPPORTED when
   the store declares ``cross_process`` unsupported, so a stress class never
   has to check for itself. Code that needs the opener directly can use
-  ``_config.enter_opener(shared, exit_stack)``.
+  ``_config.enter_opener(shared, exit_stack)`` (the one implementation,
+  ``chongming_conformance.factory.enter_opener``, with every check).
 * A ``RuleBasedStateMachine.TestCase`` collected directly (unittest style)
   maps to clauses through a ``checks(...)`` on the ``TestCase`` class.
 * Mind the run time: every reference store runs the whole suite in

@@ -7,12 +7,11 @@ code stays plain Python like the contract itself.
 
 from __future__ import annotations
 
-import contextlib
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import factory as _factory
 from ..capabilities import Capabilities
 from ..protocol import TaskStore
 from ..timeouts import DEFAULT_TIMEOUT, TimeoutProxy, call_with_timeout
@@ -129,24 +128,5 @@ def teardown_timed(teardown: Callable[[], object]) -> None:
     call_with_timeout("close() / the factory's teardown", timeout(), teardown)
 
 
-def enter_opener(shared: Callable[[], Any], stack: contextlib.ExitStack) -> Callable[[], Any]:
-    """Call a ``make_shared_store``-style factory; return its opener, teardown on ``stack``."""
-    produced = shared()
-    if isinstance(produced, types.GeneratorType):
-        opener = next(produced)
-
-        def finish() -> None:
-            with contextlib.suppress(StopIteration):
-                next(produced)
-
-        stack.callback(finish)
-    elif hasattr(produced, "__enter__") and hasattr(produced, "__exit__"):
-        opener = stack.enter_context(produced)
-    else:
-        opener = produced
-    if not callable(opener):
-        raise TypeError(
-            f"the shared-store factory gave {type(opener).__name__}, not a callable opener"
-        )
-    result: Callable[[], Any] = opener
-    return result
+#: Kept for suite code written against it; the one implementation is in ``factory``.
+enter_opener = _factory.enter_opener

@@ -1,0 +1,148 @@
+"""Harvest: pytest's per-phase test reports turned into plain per-test records.
+
+This is the last place pytest objects appear: :meth:`Harvest.records` hands
+the report package a :class:`~chongming_conformance.report.SuiteRecords`, from
+which every outcome and the verdict are computed. Failure text is masked here,
+in pytest's own output as well, and scraped for hypothesis reproduction details
+and ``chongming-blame`` notes.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Generator, Iterable
+
+import pytest
+
+from ..report import HypothesisInfo, SuiteRecords, TestResult, blamed_among, mask_secrets
+from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
+
+__all__ = ["Harvest", "hypothesis_info"]
+
+_SEED = re.compile(r"@seed\((\d+)\)|--hypothesis-seed=(\S+)")
+_REPRO = re.compile(r"@reproduce_failure\([^)]*\)")
+_E_PREFIX = re.compile(r"^E(\s|$)")
+# Hypothesis' wording changed over releases; both name the minimal failing input.
+_EXAMPLE_HEADS = ("Falsifying", "Failing test case")
+
+
+def hypothesis_info(texts: Iterable[str]) -> HypothesisInfo:
+    """Seeds, falsifying examples and ``@reproduce_failure`` blobs found in a test's output."""
+    seeds: list[str] = []
+    examples: list[str] = []
+    notes: list[str] = []
+    for text in texts:
+        lines = [" " + line[1:] if _E_PREFIX.match(line) else line for line in text.splitlines()]
+        block: list[str] | None = None
+        for line in lines:
+            if line.lstrip().startswith(_EXAMPLE_HEADS):
+                block = [line.rstrip()]
+                examples.append("")
+                continue
+            if block is not None:
+                if not line.strip() or line.lstrip().startswith(("Traceback", "You can")):
+                    block = None
+                else:
+                    block.append(line.rstrip())
+                    examples[-1] = textwrap.dedent("\n".join(block))
+                    continue
+            for m in _SEED.finditer(line):
+                seed = m.group(1) or m.group(2)
+                if seed not in seeds:
+                    seeds.append(seed)
+            for m in _REPRO.finditer(line):
+                if m.group(0) not in notes:
+                    notes.append(m.group(0))
+        if examples and examples[-1] == "" and block:
+            examples[-1] = textwrap.dedent("\n".join(block))
+    for i, ex in enumerate(examples):
+        if not ex:
+            examples[i] = "(failing example not shown)"
+    return HypothesisInfo(
+        seeds=seeds, falsifying_examples=list(dict.fromkeys(examples)), notes=notes
+    )
+
+
+class Harvest:
+    """Hooks that keep every suite test's phase reports, masked, until the run ends."""
+
+    def __init__(self, collection: SuiteCollection, deselecting: str) -> None:
+        self.collection = collection
+        self.deselecting = deselecting
+        self.reports: dict[str, dict[str, pytest.TestReport]] = {}
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if is_suite_item(item):
+            if report.failed:
+                text = report.longreprtext
+                masked = mask_secrets(text)
+                if masked != text:
+                    report.longrepr = masked
+            report.sections = [(t, mask_secrets(c)) for t, c in report.sections]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid in self.collection.declared:
+            self.reports.setdefault(report.nodeid, {})[report.when] = report
+
+    def records(self) -> SuiteRecords:
+        """Every collected suite test as a plain record, with what collection cut."""
+        col = self.collection
+        return SuiteRecords(
+            tests={nodeid: self._test_result(nodeid) for nodeid in col.declared},
+            declared=dict(col.declared),
+            narrowed=tuple(col.narrowed),
+            deselected=len(col.deselected),
+            deselected_by=self.deselecting,
+            collection_errors=tuple(col.collection_errors),
+        )
+
+    def _test_result(self, nodeid: str) -> TestResult:
+        phases = self.reports.get(nodeid, {})
+        result = TestResult(nodeid)
+        if not phases:
+            return result
+        result.duration_s = round(sum(r.duration for r in phases.values()), 6)
+        call = phases.get("call")
+        xfailed = [r for r in phases.values() if r.skipped and hasattr(r, "wasxfail")]
+        failed = [r for r in phases.values() if r.failed]
+        skipped = [r for r in phases.values() if r.skipped and not hasattr(r, "wasxfail")]
+        if failed:
+            first = failed[0]
+            text = first.longreprtext
+            if first.when == "call" and text.startswith("[XPASS(strict)]"):
+                result.outcome = "xpassed"
+                result.message = text
+            else:
+                result.outcome = "failed"
+                where = "" if first.when == "call" else f"[{first.when}] "
+                result.message = where + text[-MESSAGE_LIMIT:]
+                result.blames = blamed_among(text, self.collection.declared.get(nodeid, ()))
+        elif xfailed:
+            result.outcome = "xfailed"
+            result.message = f"expected failure: {xfailed[0].wasxfail}\n" + (
+                xfailed[0].longreprtext[-MESSAGE_LIMIT:]
+            )
+        elif skipped:
+            result.outcome = "skipped"
+            longrepr = skipped[0].longrepr
+            result.message = (
+                str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+            )
+        elif call is not None and call.passed:
+            result.outcome = "passed"
+        # Property checks may run hypothesis inside a plain test method, so look at every
+        # failing test's output, not only at @given tests.
+        texts = [r.longreprtext for r in phases.values() if r.longrepr and not r.passed]
+        texts += [c for r in phases.values() for _, c in r.sections]
+        info = hypothesis_info(texts)
+        if nodeid in self.collection.hypothesis_items or any(info.values()):
+            result.hypothesis = info
+        if result.message is not None:
+            result.message = mask_secrets(result.message)
+        return result

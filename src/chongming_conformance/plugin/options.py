@@ -1,0 +1,270 @@
+"""The plugin's settings, resolved once (option > environment > ini) into :class:`Options`.
+
+Every later part of the plugin reads the frozen :class:`Options`, never
+``config.getoption`` again, so precedence and validation live in one place.
+A bad value is a :class:`pytest.UsageError` (exit 4) naming where it came from.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..timeouts import DEFAULT_TIMEOUT
+
+__all__ = ["ENV_SHARED", "ENV_STORE", "SHARED_ATTR", "Options", "add_options", "load_profile",
+           "read_options"]
+
+ENV_STORE = "CHONGMING_STORE"
+ENV_SHARED = "CHONGMING_SHARED_STORE"
+SHARED_ATTR = "make_shared_store"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Declare every ``--chongming-*`` option and ini key (pytest_addoption)."""
+    group = parser.getgroup("chongming", "chongming-conformance: TaskStore conformance kit")
+    group.addoption(
+        "--chongming-store",
+        metavar="MODULE:ATTR",
+        default=None,
+        help="Run the conformance suite against this store factory (zero-argument callable, "
+        f"generator function or context manager). Also env {ENV_STORE} or ini chongming_store.",
+    )
+    group.addoption(
+        "--chongming-shared-store",
+        metavar="MODULE:ATTR",
+        default=None,
+        help="Factory giving a picklable opener of one shared store location, for the "
+        f"cross-process clauses. Also env {ENV_SHARED} or ini chongming_shared_store. "
+        f"Default: {SHARED_ATTR} in the store's module, if it exists.",
+    )
+    group.addoption(
+        "--chongming-timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"Seconds one store call may take before its test fails (default "
+        f"{DEFAULT_TIMEOUT:g}; 0 disables). Also ini chongming_timeout.",
+    )
+    group.addoption(
+        "--chongming-report",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="Write the conformance report to PATH (.json or .md); may be repeated.",
+    )
+    group.addoption(
+        "--chongming-gate",
+        choices=("must", "should"),
+        default=None,
+        help="Exit non-zero when a clause at this level or above is FAIL or NOT VERIFIED "
+        "(review clauses excluded), or the run is partial.",
+    )
+    group.addoption(
+        "--chongming-profile",
+        metavar="NAME",
+        default=None,
+        help="Hypothesis profile for the property checks (quick, ci, thorough).",
+    )
+    group.addoption(
+        "--chongming-stress",
+        metavar="PROFILE",
+        choices=("quick", "ci", "thorough"),
+        default=None,
+        help="Stress-harness profile for the cross-process clauses (quick, ci, thorough; "
+        "default ci). Only used when a shared store is configured.",
+    )
+    group.addoption(
+        "--chongming-stress-processes",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Override the stress profile's number of racing worker processes (>= 2).",
+    )
+    group.addoption(
+        "--chongming-stress-rounds",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Override the stress profile's rounds per scenario (>= 1).",
+    )
+    group.addoption(
+        "--chongming-stress-deadline",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="Override the wall-clock bound of one stress scenario; stuck workers are "
+        "terminated and the scenario fails.",
+    )
+    group.addoption(
+        "--chongming-suite-only",
+        action="store_true",
+        default=False,
+        help="Collect only the conformance suite, not the tests of the current project.",
+    )
+    parser.addini("chongming_store", "Store factory MODULE:ATTR (see --chongming-store).")
+    parser.addini(
+        "chongming_shared_store", "Shared store factory MODULE:ATTR (see --chongming-shared-store)."
+    )
+    parser.addini("chongming_timeout", "Per-call timeout in seconds (see --chongming-timeout).")
+
+
+@dataclass(frozen=True)
+class Options:
+    """One run's settings as the user gave them, validated; sources say where each came from."""
+
+    store_spec: str
+    store_source: str
+    shared_spec: str
+    shared_source: str
+    timeout: float
+    reports: tuple[Path, ...]
+    gate: str | None
+    profile: str | None
+    #: A ``chongming_conformance.stress.StressProfile`` with the command line's overrides.
+    stress_profile: Any
+    suite_only: bool
+    collect_only: bool
+    hypothesis_seed: str | None
+    #: The options that can deselect suite tests, as named in a partial-run reason.
+    deselecting: str
+    invocation_dir: Path
+
+
+def _setting(config: pytest.Config, option: str, env: str | None, ini: str) -> tuple[str, str]:
+    """(value, where it came from): the option wins, then the environment, then the ini."""
+    value = config.getoption(option)
+    if value:
+        return str(value), "--" + option.replace("_", "-")
+    if env and os.environ.get(env):
+        return os.environ[env], f"environment variable {env}"
+    ini_value = config.getini(ini)
+    if ini_value:
+        return str(ini_value).strip(), f"ini option {ini}"
+    return "", ""
+
+
+def _timeout(config: pytest.Config) -> float:
+    value: Any = config.getoption("chongming_timeout")
+    source = "--chongming-timeout"
+    if value is None:
+        raw = config.getini("chongming_timeout")
+        if not raw:
+            return DEFAULT_TIMEOUT
+        source = "ini option chongming_timeout"
+        try:
+            value = float(str(raw))
+        except ValueError:
+            raise pytest.UsageError(f"{source}={raw!r} is not a number of seconds.") from None
+    if value < 0:
+        raise pytest.UsageError(f"{source}={value!r} must be >= 0 (0 disables the timeout).")
+    return float(value)
+
+
+def _reports(config: pytest.Config) -> tuple[Path, ...]:
+    paths = []
+    for report_path in config.getoption("chongming_report"):
+        if Path(report_path).suffix not in (".json", ".md"):
+            raise pytest.UsageError(
+                f"--chongming-report={report_path!r} must end in .json or .md (the format "
+                "follows the suffix)."
+            )
+        target = Path(report_path)
+        if not target.is_absolute():
+            target = config.invocation_params.dir / target
+        paths.append(target)
+    return tuple(paths)
+
+
+def _stress_profile(config: pytest.Config) -> Any:
+    """The StressProfile from --chongming-stress and its overrides (usage error if invalid)."""
+    # Imported here: the stress package is heavy, and an idle plugin must stay light.
+    from ..stress import get_profile
+
+    name = config.getoption("chongming_stress")
+    overrides = {
+        field: value
+        for field, value in (
+            ("processes", config.getoption("chongming_stress_processes")),
+            ("rounds", config.getoption("chongming_stress_rounds")),
+            ("deadline", config.getoption("chongming_stress_deadline")),
+        )
+        if value is not None
+    }
+    try:
+        profile = get_profile(name)
+        return replace(profile, name=f"{profile.name}*", **overrides) if overrides else profile
+    except ValueError as exc:
+        raise pytest.UsageError(f"--chongming-stress: {exc}.") from None
+
+
+def _deselecting(config: pytest.Config) -> str:
+    opts = [
+        name
+        for name, value in (
+            ("-k", config.getoption("keyword", "")),
+            ("-m", config.getoption("markexpr", "")),
+            ("--deselect", config.getoption("deselect", None)),
+            ("--lf", config.getoption("lf", False)),
+            ("--sw", config.getoption("stepwise", False)),
+        )
+        if value
+    ]
+    return "/".join(opts) if opts else "a plugin"
+
+
+def read_options(config: pytest.Config) -> Options | None:
+    """The run's :class:`Options`, or None when no store is configured (the plugin stays idle)."""
+    if config.getoption("help", False) or config.getoption("version", 0):
+        return None
+    spec, source = _setting(config, "chongming_store", ENV_STORE, "chongming_store")
+    if not spec:
+        return None
+    timeout = _timeout(config)
+    reports = _reports(config)
+    shared_spec, shared_source = _setting(
+        config, "chongming_shared_store", ENV_SHARED, "chongming_shared_store"
+    )
+    seed = config.getoption("hypothesis_seed", None)
+    return Options(
+        store_spec=spec,
+        store_source=source,
+        shared_spec=shared_spec,
+        shared_source=shared_source,
+        timeout=timeout,
+        reports=reports,
+        gate=config.getoption("chongming_gate"),
+        profile=config.getoption("chongming_profile"),
+        stress_profile=_stress_profile(config),
+        suite_only=bool(config.getoption("chongming_suite_only")),
+        collect_only=bool(config.getoption("collectonly")),
+        hypothesis_seed=None if seed is None else str(seed),
+        deselecting=_deselecting(config),
+        invocation_dir=config.invocation_params.dir,
+    )
+
+
+def load_profile(name: str | None) -> None:
+    """Load the hypothesis profile ``--chongming-profile`` names (usage error if unknown)."""
+    if not name:
+        return
+    try:
+        profiles = importlib.import_module("chongming_conformance.profiles")
+    except ModuleNotFoundError as exc:
+        if exc.name == "chongming_conformance.profiles":
+            raise pytest.UsageError(
+                f"--chongming-profile={name!r}: this build of chongming-conformance has no "
+                "profiles module (chongming_conformance.profiles)."
+            ) from None
+        raise
+    try:
+        profiles.load_profile(name)
+    except Exception as exc:
+        raise pytest.UsageError(
+            f"--chongming-profile={name!r}: {type(exc).__name__}: {exc}"
+        ) from None

@@ -1,0 +1,154 @@
+"""One configured run: wires collection and harvest, then hands records to the report package.
+
+Registered by ``pytest_configure`` only when a store is configured. At the end
+of the session it asks :func:`~chongming_conformance.report.assess` for the
+outcomes, applies the gate to pytest's exit status, writes the reports and
+prints the clause table. It decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import __version__
+from ..clauses import CATALOGUE_VERSION
+from ..report import (
+    Assessment,
+    RunSettings,
+    StoreInfo,
+    assess,
+    build_document,
+    describe_environment,
+    dumps,
+    mask_secrets,
+    render_gate,
+    render_markdown,
+    render_terminal,
+)
+from ..suite._config import KitConfig
+from ..timeouts import mechanism
+from .collection import SuiteCollection
+from .harvest import Harvest
+from .options import Options
+
+__all__ = ["ConformanceRun"]
+
+
+class ConformanceRun:
+    """Session-level hooks of a configured run: header, report files, terminal summary."""
+
+    def __init__(self, config: pytest.Config, options: Options, kit: KitConfig,
+                 described: str) -> None:
+        self.config = config
+        self.options = options
+        self.kit = kit
+        self.store_type, _, self.store_repr = described.partition("\n")
+        self.started = time.time()
+        self.collection = SuiteCollection(config, options, kit)
+        self.harvest = Harvest(self.collection, options.deselecting)
+        self.assessment: Assessment | None = None
+        self.doc: dict[str, Any] | None = None
+        self.reports_written: list[Path] = []
+
+    def register(self) -> None:
+        """Put the suite in the arguments and register this run's hook objects."""
+        self.collection.add_suite_to_args()
+        manager = self.config.pluginmanager
+        manager.register(self.collection, "chongming-conformance-collection")
+        manager.register(self.harvest, "chongming-conformance-harvest")
+        manager.register(self, "chongming-conformance-run")
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        kit = self.kit
+        shared = f"{kit.shared_spec} ({kit.shared_source})" if kit.shared_spec else "none"
+        if kit.shared_spec and kit.stress_profile is not None:
+            p = kit.stress_profile
+            shared += (
+                f", stress profile {p.name}: {p.processes} processes, {p.rounds} rounds, "
+                f"{p.deadline:g} s bound"
+            )
+        lines = [
+            f"chongming-conformance {__version__} (catalogue {CATALOGUE_VERSION}): store "
+            f"{kit.store_spec} from {kit.store_source} -> {self.store_type}",
+            f"chongming: shared store {shared}; timeout {kit.timeout:g} s per call "
+            f"({mechanism()})",
+        ]
+        if kit.capabilities.unsupported or kit.capabilities.deviations:
+            lines.append(
+                f"chongming: declared in {kit.capabilities.origin}: unsupported "
+                f"{dict(kit.capabilities.unsupported)}, deviations "
+                f"{sorted(kit.capabilities.deviations)}"
+            )
+        return [mask_secrets(line) for line in lines]
+
+    def build(self, session: pytest.Session) -> dict[str, Any]:
+        """Assess the harvested records, apply the gate to the exit status, lay out the document."""
+        kit, options = self.kit, self.options
+        shared = kit.shared_factory is not None
+        self.assessment = assessment = assess(
+            self.harvest.records(), kit.capabilities, shared_available=shared, gate=options.gate
+        )
+        if assessment.gate_passed is False and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        stress = kit.stress_profile
+        settings = RunSettings(
+            started=self.started,
+            finished=time.time(),
+            timeout_s=kit.timeout,
+            timeout_mechanism=mechanism(),
+            profile=kit.profile,
+            stress_profile=dataclasses.asdict(stress) if stress is not None and shared else None,
+            hypothesis_seed=options.hypothesis_seed,
+            pytest_exit_status=int(session.exitstatus),
+        )
+        store = StoreInfo(
+            spec=kit.store_spec,
+            source=kit.store_source,
+            type=self.store_type or None,
+            repr=self.store_repr or None,
+            shared_spec=kit.shared_spec,
+            shared_source=kit.shared_source,
+        )
+        return build_document(
+            assessment,
+            store=store,
+            environment=describe_environment(pytest.__version__),
+            settings=settings,
+            capabilities=kit.capabilities,
+            tests_collected=len(self.collection.declared),
+            collection_errors=list(self.collection.collection_errors),
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.options.collect_only:
+            return
+        self.doc = self.build(session)
+        for target in self.options.reports:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.suffix == ".json":
+                target.write_text(dumps(self.doc), encoding="utf-8")
+            else:
+                target.write_text(render_markdown(self.doc), encoding="utf-8")
+            self.reports_written.append(target)
+
+    def pytest_terminal_summary(
+        self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+    ) -> None:
+        if self.doc is None or self.assessment is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", f"chongming conformance: {mask_secrets(self.kit.store_spec)}")
+        for line, colour in render_terminal(self.doc):
+            tr.write_line(line, **({colour: True} if colour else {}))
+        gate = render_gate(self.doc, [r.clause.id for r in self.assessment.gate_failed])
+        if gate is not None:
+            text, colour = gate
+            tr.write_line(text, **{colour: True, "bold": colour == "red"})
+        for target in self.reports_written:
+            tr.write_line(f"chongming report written to {target}")

@@ -1,0 +1,77 @@
+"""The Markdown report: a document fit for a pull-request comment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER
+from .terminal import failing_test_names
+
+__all__ = ["render_markdown"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """A report fit for a pull-request comment (already masked: ``doc`` is)."""
+    run, store, env = doc["run"], doc["store"], doc["environment"]
+    shared = f"`{store['shared_spec']}`" if store["shared_spec"] else "none"
+    lines = [f"# Conformance report: `{store['spec']}`", ""]
+    if run["partial"]:
+        lines += [
+            f"> **{PARTIAL_BANNER}.** " + "; ".join(run["partial_reasons"]),
+            "",
+        ]
+    lines += [f"**Verdict:** {doc['verdict']}", ""]
+    lines += [
+        "| | |",
+        "|---|---|",
+        f"| Store | `{store['spec']}` ({_cell(store['type'] or '?')}) |",
+        f"| Shared store | {shared} |",
+        f"| Kit / catalogue | {doc['kit_version']} / {doc['catalogue_version']} |",
+        f"| Python | {env['implementation']} {env['python']} on {_cell(env['platform'])} |",
+        f"| pytest / hypothesis | {env['pytest']} / {env['hypothesis'] or '-'} |",
+        f"| Gate | {run['gate'] or 'none'}"
+        + ("" if run["gate_passed"] is None else (" — passed" if run["gate_passed"] else
+                                                  " — **failed**"))
+        + " |",
+        "",
+        "| Level | " + " | ".join(OUTCOMES) + " |",
+        "|---|" + "---|" * len(OUTCOMES),
+    ]
+    for lvl, counts in doc["summary"].items():
+        lines.append(f"| {lvl} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + " |")
+    lines += ["", "| Clause | Level | Outcome | Failing tests / note |", "|---|---|---|---|"]
+    for entry in doc["clauses"]:
+        failing = failing_test_names(entry)
+        detail = ", ".join(f"`{n}`" for n in failing) if failing else (entry["note"] or "")
+        outcome = entry["outcome"]
+        shown = f"**{outcome}**" if outcome in (FAIL, NOT_VERIFIED) and entry["gated"] else outcome
+        lines.append(
+            f"| `{entry['id']}` | {entry['level']} | {shown} | {_cell(detail)} |"
+        )
+    failures = [
+        (entry["id"], t) for entry in doc["clauses"] for t in entry["tests"]
+        if t["outcome"] == "failed" and t["message"]
+    ]
+    if failures:
+        lines += ["", "## Failures", ""]
+        seen: set[str] = set()
+        for cid, t in failures:
+            if t["nodeid"] in seen:
+                continue
+            seen.add(t["nodeid"])
+            lines += [
+                f"<details><summary><code>{t['nodeid']}</code> ({cid})</summary>",
+                "",
+                "```text",
+                t["message"].strip(),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,117 @@
+"""The plain records a verdict is computed from: one per suite test, one per clause.
+
+Nothing here knows pytest. The plugin's harvest turns pytest's reports into
+:class:`TestResult` records and collects them in a :class:`SuiteRecords`; from
+then on everything (outcomes, verdict, document) is a function of plain data,
+so it can be unit-tested by building records by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, TypedDict
+
+from ..clauses import Clause, Scope
+from .schema import Enum, as_json
+
+__all__ = [
+    "DEVIATION",
+    "FAIL",
+    "NOT_VERIFIED",
+    "OUTCOMES",
+    "PARTIAL_BANNER",
+    "PASS",
+    "TEST_OUTCOMES",
+    "UNSUPPORTED",
+    "ClauseResult",
+    "HypothesisInfo",
+    "SuiteRecords",
+    "TestResult",
+]
+
+PASS, FAIL, NOT_VERIFIED, UNSUPPORTED, DEVIATION = (
+    "PASS",
+    "FAIL",
+    "NOT VERIFIED",
+    "UNSUPPORTED",
+    "DEVIATION",
+)
+#: Per-clause outcomes, in the order reports list them.
+OUTCOMES = (PASS, FAIL, NOT_VERIFIED, UNSUPPORTED, DEVIATION)
+
+#: Per-test outcomes (pytest's, with the strict-xpass case named).
+TEST_OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "not run")
+
+PARTIAL_BANNER = "partial — not a conformance claim"
+
+
+class HypothesisInfo(TypedDict):
+    """What a hypothesis failure printed that lets an author reproduce it."""
+
+    seeds: list[str]
+    falsifying_examples: list[str]
+    notes: list[str]
+
+
+@dataclass
+class TestResult:
+    """One suite test as it ran (``outcome`` is one of :data:`TEST_OUTCOMES`).
+
+    Its fields are, in order, the keys of a test entry in the JSON report.
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    nodeid: str
+    outcome: Annotated[str, Enum(TEST_OUTCOMES)] = "not run"
+    duration_s: float = 0.0
+    message: str | None = None
+    hypothesis: HypothesisInfo | None = None
+    #: Clauses a failure is blamed on (a ``chongming-blame:`` note); empty: all it declares.
+    blames: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        encoded: dict[str, object] = as_json(self)
+        return encoded
+
+
+@dataclass
+class ClauseResult:
+    """One catalogue clause's outcome and the tests it was decided from."""
+
+    clause: Clause
+    outcome: str
+    note: str | None = None
+    tests: list[TestResult] = field(default_factory=list)
+
+    @property
+    def gated(self) -> bool:
+        """Whether ``--chongming-gate`` looks at this clause (review clauses never)."""
+        return self.clause.scope is not Scope.REVIEW
+
+    @property
+    def failing_tests(self) -> list[TestResult]:
+        return [t for t in self.tests if t.outcome == "failed"]
+
+
+@dataclass(frozen=True)
+class SuiteRecords:
+    """Everything one run of the suite produced, as plain data: the input of every verdict.
+
+    ``tests`` and ``declared`` are keyed by node id in collection order;
+    ``narrowed`` holds the reasons collection steering found the suite cut down
+    (explicit paths or node ids); ``deselected_by`` names the options that
+    deselected ``deselected`` suite tests.
+    """
+
+    tests: Mapping[str, TestResult]
+    declared: Mapping[str, tuple[str, ...]]
+    narrowed: Sequence[str] = ()
+    deselected: int = 0
+    deselected_by: str = "a plugin"
+    collection_errors: Sequence[str] = ()
+
+    def result(self, nodeid: str) -> TestResult:
+        """The record of a collected test; one that left none did not run."""
+        return self.tests.get(nodeid) or TestResult(nodeid)

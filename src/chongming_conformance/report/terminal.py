@@ -1,0 +1,68 @@
+"""The terminal rendering: the clause table and verdict printed at the end of a pytest run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS
+
+__all__ = ["failing_test_names", "render_gate", "render_terminal"]
+
+
+def failing_test_names(entry: Mapping[str, Any]) -> list[str]:
+    """The short names of a clause entry's failed tests."""
+    return [t["nodeid"].rsplit("::", 1)[-1] for t in entry["tests"] if t["outcome"] == "failed"]
+
+
+def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The clause table for the end of the terminal output, as (line, colour) pairs."""
+    rows = []
+    for entry in doc["clauses"]:
+        failing = failing_test_names(entry)
+        detail = ", ".join(failing) if failing else ""
+        if not failing and entry["outcome"] != PASS and entry["note"]:
+            detail = entry["note"]
+        colour = ""
+        if entry["gated"]:
+            colour = {PASS: "green", FAIL: "red", NOT_VERIFIED: "yellow"}.get(
+                entry["outcome"], "yellow"
+            )
+        rows.append((entry["id"], entry["level"], entry["outcome"], detail, colour))
+    width = max(len(r[0]) for r in rows)
+    lines = [(f"{'CLAUSE':<{width}}  LEVEL   OUTCOME       FAILING TESTS / NOTE", "")]
+    for cid, level, outcome, detail, colour in rows:
+        lines.append((f"{cid:<{width}}  {level:<6}  {outcome:<12}  {detail}".rstrip(), colour))
+    lines.append(("", ""))
+    for lvl, counts in doc["summary"].items():
+        text = f"{lvl}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+        lines.append((text, ""))
+    if doc["unmapped_tests"]:
+        lines.append((
+            f"{len(doc['unmapped_tests'])} suite test(s) declare no clause: "
+            + ", ".join(t["nodeid"] for t in doc["unmapped_tests"]),
+            "yellow",
+        ))
+    for err in doc["run"]["collection_errors"]:
+        lines.append((f"suite collection error: {err.splitlines()[0]}", "red"))
+    if doc["run"]["partial"]:
+        lines.append((
+            f"{PARTIAL_BANNER.upper()}: " + "; ".join(doc["run"]["partial_reasons"]),
+            "red",
+        ))
+    lines.append((f"verdict: {doc['verdict']}", "bold"))
+    return lines
+
+
+def render_gate(doc: Mapping[str, Any], failed_ids: Sequence[str]) -> tuple[str, str] | None:
+    """The gate's line (text, colour), or None when the run had no gate."""
+    gate = doc["run"]["gate"]
+    if not gate:
+        return None
+    if doc["run"]["gate_passed"]:
+        return f"chongming gate ({gate}): passed", "green"
+    ids = list(failed_ids)
+    why = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+    if doc["run"]["partial"]:
+        why = f"partial run; {why}" if ids else "partial run"
+    return f"chongming gate ({gate}): FAILED ({why})", "red"

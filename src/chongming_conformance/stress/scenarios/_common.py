@@ -1,0 +1,49 @@
+"""Steps more than one scenario takes: a logged claim (a role's step) and two verdict helpers.
+
+Kept here, once, so the scenarios that claim commands log their claims the
+same way and every verdict words unexpected errors and logical instants alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from functools import partial
+
+from ...model import Command
+from ..harness import Harness, WorkerContext
+from ..log import Op
+from ..records import at, commands_summary
+
+__all__ = ["logged_claim", "report_errors", "when"]
+
+
+def logged_claim(ctx: WorkerContext, now: float | datetime, lease: float,
+                 limit: int) -> list[Command]:
+    """One logged claim at logical ``now`` (seconds after BASE, or a datetime)."""
+    instant = now if isinstance(now, datetime) else at(now)
+    out = ctx.call(
+        "claim", {"lease_seconds": lease, "limit": limit},
+        partial(ctx.store.claim_commands, now=instant, lease_seconds=lease, limit=limit),
+        now=instant, summarize=commands_summary,
+    )
+    return list(out.value) if out.ok and out.value is not None else []
+
+
+def when(seconds: float | None) -> str:
+    """A logical instant for a message: ``t+12s`` (seconds after BASE), or ``none``."""
+    return "none" if seconds is None else f"t+{seconds:g}s"
+
+
+def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -> None:
+    """Every store call that raised something it should not have."""
+    for op in ops:
+        if op.pending or op.ok or (conflict_ok and op.conflict):
+            continue
+        error = op.error or {}
+        h.anomaly(
+            "unexpected-error",
+            f"worker {op.worker}: {op.describe()} raised {error.get('type')}: "
+            f"{error.get('message')}",
+            worker=op.worker, op=op.op, round=op.round, error=error,
+        )

@@ -1,0 +1,130 @@
+"""``shared_visibility`` proves XP-SHARED-VISIBILITY: a write is seen at every other next read.
+
+Round ``r`` has one writer (``r mod N``) that saves, touches, creates and
+appends while the others read the same row; after the barrier every other
+worker reads it all back. The verdict: reads during the write are whole rows
+that never go backwards, and reads after it show exactly what was written.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from ...codec import encode_dt
+from ...model import TaskQuery
+from ..harness import Harness, WorkerContext, WorkerSpec
+from ..log import Logs
+from ..records import at, snapshot_summary, task, transition, transitions_summary
+from ._common import report_errors
+from ._registry import Scenario, register
+
+TASK = "stress-visible"
+#: Reads of the task each non-writer makes while the writer writes.
+SPINS = 6
+#: Calls the writer makes (its own writes, not reads to judge).
+_WRITES = ("save", "touch", "create", "append")
+
+
+# -- the role (every worker writes in its turn and reads in the others') ----------------------
+
+def _peer(ctx: WorkerContext) -> None:
+    p = ctx.params
+    n, task_id = p["workers"], p["task"]
+    for r in range(p["rounds"]):
+        ctx.round = r
+        writer = r % n
+        ctx.sync()  # phase W: the writer writes while the others read the same row
+        if ctx.index == writer:
+            snap = task(task_id, version=r + 1)
+            ctx.call("save", {"task": task_id, "expect": r, "new": r + 1},
+                     partial(ctx.store.save, snap, expect_version=r))
+            ctx.call("touch", {"task": task_id, "heartbeat": r},
+                     partial(ctx.store.touch, task_id, heartbeat_at=at(r + 0.5)))
+            ctx.call("create", {"task": f"vis-{r}"},
+                     partial(ctx.store.create, task(f"vis-{r}", name=f"vis-{r}")))
+            ctx.call("append", {"task": task_id, "version": r + 1},
+                     partial(ctx.store.append, transition(task_id, r + 1)))
+        else:
+            for _ in range(p["spins"]):
+                ctx.call("spin-get", {"task": task_id}, partial(ctx.store.get, task_id),
+                         summarize=snapshot_summary)
+        ctx.sync()  # phase R: every other worker must now see all of it
+        if ctx.index != writer:
+            ctx.call("get", {"task": task_id}, partial(ctx.store.get, task_id),
+                     summarize=snapshot_summary)
+            ctx.call("get-new", {"task": f"vis-{r}"}, partial(ctx.store.get, f"vis-{r}"),
+                     summarize=snapshot_summary)
+            ctx.call("query-new", {"name": f"vis-{r}"},
+                     partial(ctx.store.query, TaskQuery(name=f"vis-{r}")),
+                     summarize=lambda rows: [s.task_id for s in rows])
+            ctx.call("history", {"task": task_id, "since": r},
+                     partial(ctx.store.history, task_id, since_version=r),
+                     summarize=transitions_summary)
+
+
+# -- setup and run --------------------------------------------------------------------------
+
+def run(h: Harness) -> None:
+    """A rotating writer writes; every other process must see it at its next read."""
+    params = {"workers": h.profile.processes, "task": TASK, "rounds": h.profile.rounds,
+              "spins": SPINS}
+    with h.store() as store:
+        store.create(task(TASK))
+    logs = h.run([WorkerSpec(i, "peer", _peer, params) for i in range(h.profile.processes)])
+    judge(h, logs, TASK, params)
+
+
+# -- the verdict ----------------------------------------------------------------------------
+
+def judge(h: Harness, logs: Logs, task_id: str, params: dict[str, Any]) -> None:
+    report_errors(h, logs.all_ops())
+    n = int(params["workers"])
+    last_seen: dict[int, int] = {}
+    for op in sorted((o for o in logs.all_ops() if o.op == "spin-get" and o.ok),
+                     key=lambda o: (o.worker, o.seq)):
+        snap = op.value
+        r = int(op.round or 0)
+        if snap is None:
+            h.anomaly("torn-read", f"worker {op.worker} found no task {task_id!r} in round {r}",
+                      worker=op.worker, round=r)
+            continue
+        v = snap["v"]
+        consistent = (snap["name"] == f"v{v}" and snap["tags"] == [f"t{v}"]
+                      and snap["done"] == v)
+        if not consistent:
+            h.anomaly("torn-read", f"worker {op.worker} read a half-written task {task_id!r} in "
+                      f"round {r}: {snap}", worker=op.worker, round=r, snapshot=snap)
+        if v not in (r, r + 1) or v < last_seen.get(op.worker, 0):
+            h.anomaly("stale-read", f"worker {op.worker} read version {v} of {task_id!r} while "
+                      f"worker {r % n} wrote version {r + 1} over {r} (it had seen "
+                      f"{last_seen.get(op.worker, 0)})", worker=op.worker, round=r, version=v)
+        last_seen[op.worker] = max(v, last_seen.get(op.worker, 0))
+    for op in logs.all_ops():
+        if op.pending or not op.ok or op.op == "spin-get" or op.op in _WRITES:
+            continue
+        r = int(op.round or 0)
+        writer = r % n
+        what = f"worker {op.worker} did not see, at its next read, what worker {writer} wrote " \
+               f"in round {r}"
+        value = op.value
+        if op.op == "get":
+            want = {"v": r + 1, "name": f"v{r + 1}", "heartbeat": encode_dt(at(r + 0.5))}
+            got = None if value is None else {k: value[k] for k in want}
+            if got != want:
+                h.anomaly("stale-read", f"{what}: task {task_id!r} read as {got}, written as "
+                          f"{want}", worker=op.worker, writer=writer, round=r)
+        elif op.op == "get-new" and value is None:
+            h.anomaly("stale-read", f"{what}: created task 'vis-{r}' is missing",
+                      worker=op.worker, writer=writer, round=r)
+        elif op.op == "query-new" and value != [f"vis-{r}"]:
+            h.anomaly("stale-read", f"{what}: query(name='vis-{r}') returned {value}",
+                      worker=op.worker, writer=writer, round=r)
+        elif op.op == "history" and [row["v"] for row in value or []] != [r + 1]:
+            h.anomaly("stale-read", f"{what}: history(since_version={r}) returned versions "
+                      f"{[row['v'] for row in value or []]}, expected [{r + 1}]",
+                      worker=op.worker, writer=writer, round=r)
+
+
+SCENARIO = register(Scenario(name="shared_visibility", clause="XP-SHARED-VISIBILITY",
+                             rule="next_read_sees_it", run=run))

@@ -1,0 +1,248 @@
+"""Clause outcomes, partial runs, the gate and the verdict, decided from hand-built records.
+
+No pytest run is involved: these build the plain records the plugin's harvest
+would produce and check what :func:`chongming_conformance.report.assess` decides.
+"""
+
+from __future__ import annotations
+
+from chongming_conformance.capabilities import Capabilities, parse_capabilities
+from chongming_conformance.clauses import CLAUSES, Level, Scope
+from chongming_conformance.report import (
+    DEVIATION,
+    FAIL,
+    NOT_VERIFIED,
+    PARTIAL_BANNER,
+    PASS,
+    UNSUPPORTED,
+    Assessment,
+    SuiteRecords,
+    TestResult,
+    assess,
+)
+
+SUITE = "chongming_conformance/suite/test_contract.py::TestStoreContract::"
+MACHINE = "chongming_conformance/suite/test_stateful.py::TestStoreStateMachine::runTest"
+
+
+def records(*tests: tuple[TestResult, tuple[str, ...]], **extra: object) -> SuiteRecords:
+    """Records of ``tests`` (each with the clauses it declares), in the order given."""
+    return SuiteRecords(
+        tests={t.nodeid: t for t, _ in tests},
+        declared={t.nodeid: cids for t, cids in tests},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def suite_test(name: str, outcome: str, **fields: object) -> TestResult:
+    return TestResult(SUITE + name, outcome, **fields)  # type: ignore[arg-type]
+
+
+def outcome(assessment: Assessment, cid: str) -> str:
+    [result] = [r for r in assessment.results if r.clause.id == cid]
+    return result.outcome
+
+
+def every_gated_clause_passing() -> list[tuple[TestResult, tuple[str, ...]]]:
+    return [
+        (suite_test(f"test_{cid.lower()}", "passed"), (cid,))
+        for cid, c in CLAUSES.items()
+        if c.scope is not Scope.REVIEW
+    ]
+
+
+# -- the five outcomes -----------------------------------------------------------------------
+
+
+def test_passed_checks_make_pass_and_one_failure_makes_fail() -> None:
+    got = assess(
+        records(
+            (suite_test("test_cas_a", "passed"), ("SAVE-CAS",)),
+            (suite_test("test_cas_b", "passed"), ("SAVE-CAS",)),
+            (suite_test("test_get_a", "passed"), ("CREATE-THEN-GET",)),
+            (suite_test("test_get_b", "failed", message="boom"), ("CREATE-THEN-GET",)),
+        ),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert outcome(got, "SAVE-CAS") == PASS
+    assert outcome(got, "CREATE-THEN-GET") == FAIL
+    [failed] = [r for r in got.results if r.clause.id == "CREATE-THEN-GET"]
+    assert failed.note == "failed: test_get_b"
+
+
+def test_a_check_that_did_not_complete_leaves_the_clause_not_verified() -> None:
+    got = assess(
+        records(
+            (suite_test("test_limit_a", "passed"), ("QUERY-LIMIT",)),
+            (suite_test("test_limit_b", "skipped"), ("QUERY-LIMIT",)),
+        ),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert outcome(got, "QUERY-LIMIT") == NOT_VERIFIED
+    assert outcome(got, "HISTORY-SINCE") == NOT_VERIFIED  # no test declares it at all
+    assert outcome(got, "QUERY-PUSHDOWN") == NOT_VERIFIED  # review clause: never PASS
+
+
+def test_cross_process_clauses_never_pass_without_a_shared_store() -> None:
+    passed = records((suite_test("test_xp", "passed"), ("XP-SAVE-ATOMIC",)))
+    assert outcome(assess(passed, Capabilities(), shared_available=False),
+                   "XP-SAVE-ATOMIC") == NOT_VERIFIED
+    assert outcome(assess(passed, Capabilities(), shared_available=True),
+                   "XP-SAVE-ATOMIC") == PASS
+
+
+def test_declared_unsupported_capability_makes_its_clauses_unsupported() -> None:
+    caps = parse_capabilities({"unsupported": {"cross_process": "one process"}}, "m.CAPS")
+    got = assess(records(), caps, shared_available=False)
+    xp = [r for r in got.results if r.clause.scope is Scope.CROSS_PROCESS]
+    assert xp and {r.outcome for r in xp} == {UNSUPPORTED}
+    assert {r.note for r in xp} == {"cross_process unsupported: one process"}
+
+
+def test_declared_deviation_is_deviation_when_failing_and_fail_when_stale() -> None:
+    caps = Capabilities(deviations={"QUERY-TAG-EXACT": "legacy", "QUERY-NAME-EXACT": "legacy"})
+    got = assess(
+        records(
+            (suite_test("test_tag", "xfailed"), ("QUERY-TAG-EXACT",)),
+            (suite_test("test_name", "xpassed"), ("QUERY-NAME-EXACT",)),
+        ),
+        caps,
+        shared_available=True,
+    )
+    assert outcome(got, "QUERY-TAG-EXACT") == DEVIATION
+    assert outcome(got, "QUERY-NAME-EXACT") == FAIL
+
+
+# -- blame ------------------------------------------------------------------------------------
+
+
+def test_blamed_failure_is_evidence_only_against_the_blamed_clause() -> None:
+    machine = TestResult(MACHINE, "failed", message="x", blames=("SAVE-KEEPS-LEASE",))
+    declared = ("CREATE-THEN-GET", "SAVE-KEEPS-LEASE", "SAVE-CAS")
+    got = assess(
+        records((machine, declared), (suite_test("test_get", "passed"), ("CREATE-THEN-GET",))),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert outcome(got, "SAVE-KEEPS-LEASE") == FAIL
+    assert outcome(got, "CREATE-THEN-GET") == PASS  # its other check passed
+    assert outcome(got, "SAVE-CAS") == NOT_VERIFIED  # its only check failed elsewhere
+    [cas] = [r for r in got.results if r.clause.id == "SAVE-CAS"]
+    assert cas.note is not None and "failed on other clauses" in cas.note
+
+
+def test_unblamed_failure_fails_every_clause_it_declares() -> None:
+    machine = TestResult(MACHINE, "failed", message="x")
+    got = assess(records((machine, ("CREATE-THEN-GET", "SAVE-CAS"))), Capabilities(),
+                 shared_available=True)
+    assert outcome(got, "CREATE-THEN-GET") == FAIL and outcome(got, "SAVE-CAS") == FAIL
+
+
+# -- partial runs ------------------------------------------------------------------------------
+
+
+def test_complete_run_is_not_partial() -> None:
+    got = assess(records(*every_gated_clause_passing()), Capabilities(), shared_available=True)
+    assert got.partial_reasons == [] and not got.partial
+
+
+def test_every_way_a_run_is_partial_is_named() -> None:
+    got = assess(
+        records(
+            (suite_test("test_a", "passed"), ("SAVE-CAS",)),
+            (suite_test("test_b", "not run"), ("SAVE-CAS",)),
+            narrowed=("suite narrowed to explicit paths or node ids: x.py",),
+            deselected=3,
+            deselected_by="-k",
+        ),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert got.partial_reasons == [
+        "suite narrowed to explicit paths or node ids: x.py",
+        "3 suite test(s) deselected by -k",
+        "1 suite test(s) did not run (stopped early: -x/--maxfail or an interruption)",
+    ]
+    assert outcome(got, "SAVE-CAS") == NOT_VERIFIED
+
+
+def test_a_declared_test_without_a_record_counts_as_not_run() -> None:
+    recs = SuiteRecords(tests={}, declared={SUITE + "test_a": ("SAVE-CAS",)})
+    got = assess(recs, Capabilities(), shared_available=True)
+    assert got.partial_reasons == [
+        "1 suite test(s) did not run (stopped early: -x/--maxfail or an interruption)"
+    ]
+
+
+def test_nothing_collected_is_partial_unless_collection_errors_explain_it() -> None:
+    empty = assess(records(), Capabilities(), shared_available=True)
+    assert empty.partial_reasons == ["no suite test was collected"]
+    broken = assess(records(collection_errors=("test_x.py: ImportError",)), Capabilities(),
+                    shared_available=True)
+    assert broken.partial_reasons == []
+    assert broken.verdict.startswith("not proven:")  # but nothing is PASS either
+
+
+# -- gate and verdict ---------------------------------------------------------------------------
+
+
+def test_verdicts() -> None:
+    passing = every_gated_clause_passing()
+    conforms = assess(records(*passing), Capabilities(), shared_available=True)
+    assert conforms.verdict == (
+        "conforms: every gated MUST clause PASS or UNSUPPORTED by declaration"
+    )
+    must = next(cid for cid, c in CLAUSES.items() if c.level is Level.MUST
+                and c.scope is Scope.CONTRACT)
+    broken = [(suite_test("t_" + cids[0], "failed"), cids) if cids == (must,) else (t, cids)
+              for t, cids in passing]
+    assert assess(records(*broken), Capabilities(), shared_available=True).verdict == (
+        "does not conform: 1 MUST clause(s) FAIL"
+    )
+    unshared = assess(records(*passing), Capabilities(), shared_available=False)
+    n_xp = sum(1 for c in CLAUSES.values()
+               if c.scope is Scope.CROSS_PROCESS and c.level is Level.MUST)
+    assert unshared.verdict == f"not proven: {n_xp} MUST clause(s) NOT VERIFIED, none FAIL"
+    deviating = [(suite_test("t_dev", "xfailed"), cids) if cids == (must,) else (t, cids)
+                 for t, cids in passing]
+    caps = Capabilities(deviations={must: "legacy"})
+    assert assess(records(*deviating), caps, shared_available=True).verdict == (
+        "conforms except 1 declared deviation(s)"
+    )
+    partial = assess(records(*passing, deselected=1), Capabilities(), shared_available=True)
+    assert partial.verdict == PARTIAL_BANNER
+
+
+def test_gate_levels_and_partial_runs() -> None:
+    passing = every_gated_clause_passing()
+    should = next(cid for cid, c in CLAUSES.items() if c.level is Level.SHOULD
+                  and c.scope is Scope.CONTRACT)
+    failing_should = [(suite_test("t_s", "failed"), cids) if cids == (should,) else (t, cids)
+                      for t, cids in passing]
+    def gated(recs: SuiteRecords, gate: str | None) -> Assessment:
+        return assess(recs, Capabilities(), shared_available=True, gate=gate)
+
+    assert gated(records(*passing), None).gate_passed is None
+    must_gate = gated(records(*failing_should), "must")
+    assert must_gate.gate_passed is True and must_gate.gate_failed == []
+    should_gate = gated(records(*failing_should), "should")
+    assert should_gate.gate_passed is False
+    assert [r.clause.id for r in should_gate.gate_failed] == [should]
+    partial = gated(records(*passing, deselected=1), "must")
+    assert partial.gate_failed == [] and partial.gate_passed is False
+
+
+def test_review_clauses_are_never_gated() -> None:
+    got = assess(records(), Capabilities(), gate="should", shared_available=True)
+    review = {cid for cid, c in CLAUSES.items() if c.scope is Scope.REVIEW}
+    assert review and not review & {r.clause.id for r in got.gate_failed}
+    assert all(outcome(got, cid) == NOT_VERIFIED for cid in review)
+
+
+def test_summary_counts_every_clause_once() -> None:
+    got = assess(records(*every_gated_clause_passing()), Capabilities(), shared_available=True)
+    counted = sum(n for per_level in got.summary.values() for n in per_level.values())
+    assert counted == len(CLAUSES)
+    assert got.summary["MUST"][FAIL] == 0

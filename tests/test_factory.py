@@ -1,0 +1,86 @@
+"""factory.py: the one place factories become stores or openers, and openers are checked."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from chongming_conformance.factory import (
+    StoreShapeError,
+    enter_opener,
+    enter_store,
+    picklability_problem,
+)
+from reference_stores.memory import InMemoryTaskStore
+
+
+def _opener_with(conn: object) -> InMemoryTaskStore:
+    return InMemoryTaskStore()
+
+
+@contextlib.contextmanager
+def cm_opener() -> Iterator[Callable[[], Any]]:
+    yield functools.partial(InMemoryTaskStore)
+
+
+def test_every_factory_form_gives_an_opener_and_tears_down_in_order() -> None:
+    events: list[str] = []
+
+    def gen() -> Iterator[Callable[[], Any]]:
+        events.append("setup")
+        yield InMemoryTaskStore
+        events.append("teardown")
+
+    for factory in (gen, cm_opener, lambda: functools.partial(InMemoryTaskStore)):
+        with contextlib.ExitStack() as stack:
+            opener = enter_opener(factory, stack)
+            assert isinstance(opener(), InMemoryTaskStore)
+    assert events == ["setup", "teardown"]
+
+
+def test_a_generator_that_yields_nothing_is_named_not_a_stopiteration() -> None:
+    def empty() -> Iterator[Any]:
+        return
+        yield
+
+    for enter in (enter_opener, enter_store):
+        with contextlib.ExitStack() as stack, pytest.raises(
+            StoreShapeError, match="returned without yielding anything"
+        ):
+            enter(empty, stack, origin="f()")
+
+
+def test_a_generator_that_yields_twice_fails_at_teardown() -> None:
+    def twice() -> Iterator[Any]:
+        yield InMemoryTaskStore
+        yield InMemoryTaskStore
+
+    # The stack unwinds (resuming the generator) before pytest.raises checks.
+    expected = pytest.raises(RuntimeError, match=r"f\(\) yielded more than once")
+    with expected, contextlib.ExitStack() as stack:
+        enter_opener(twice, stack, origin="f()")
+
+
+def test_a_store_or_a_non_callable_is_not_an_opener() -> None:
+    with contextlib.ExitStack() as stack, pytest.raises(StoreShapeError, match="not an opener"):
+        enter_opener(InMemoryTaskStore, stack)
+    with contextlib.ExitStack() as stack, pytest.raises(StoreShapeError, match="not callable"):
+        enter_opener(lambda: "/tmp/db", stack)
+
+
+def test_picklability_uses_the_harness_pickler() -> None:
+    assert picklability_problem(functools.partial(InMemoryTaskStore)) is None
+    # dill ships a lambda by value, as the harness will: not a problem.
+    assert picklability_problem(lambda: InMemoryTaskStore()) is None
+    conn = sqlite3.connect(":memory:")
+    try:
+        problem = picklability_problem(functools.partial(_opener_with, conn))
+    finally:
+        conn.close()
+    assert problem is not None
+    assert "cannot be pickled" in problem and "functools.partial" in problem
