@@ -111,10 +111,14 @@ class ControllerContract:
         assert found is not None, f"get({task_id!r}) returned None for a submitted task"
         return found
 
-    @staticmethod
-    def _gate() -> tuple[threading.Event, threading.Event, Callable[[TaskContext], None]]:
-        """A task that checkpoints once, says it started, and runs until released."""
+    def _gate(self) -> tuple[threading.Event, threading.Event, Callable[[TaskContext], None]]:
+        """A task that checkpoints once, says it started, and runs until released.
+
+        Teardown releases it (before the controllers close), so a failing check
+        does not leave tasks for ``close()`` to wait on.
+        """
         started, release = threading.Event(), threading.Event()
+        self._stack.callback(release.set)
 
         def work(ctx: TaskContext) -> None:
             ctx.checkpoint(done=0, total=1, message="started")
