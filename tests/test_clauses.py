@@ -3,7 +3,10 @@
 * every check names only known clauses (``checks`` enforces it at import);
 * every contract test declares at least one clause;
 * every contract-scope clause is checked by the contract (or a property);
-* every cross-process clause is checked by a stress scenario;
+* every cross-process clause is checked by a stress scenario (or, for
+  ``XP-CTRL-*``, by the controller checks);
+* every controller-scope clause is checked by ``ControllerContract``, whose
+  tests are named after the clause they check;
 * the backend guide's method table equals the protocol's method set.
 """
 
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from chongming_conformance.clauses import CLAUSES, Level, Scope, checks, clauses_of
 from chongming_conformance.contract import StoreContract
+from chongming_conformance.controller_checks import ControllerContract
 from chongming_conformance.protocol import PROTOCOL_METHODS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +28,7 @@ CHECK_MODULES = (
     "chongming_conformance.properties",
     "chongming_conformance.stateful",
     "chongming_conformance.stress",
+    "chongming_conformance.controller_checks",
 )
 
 
@@ -124,3 +129,17 @@ def test_backend_guide_cites_every_clause() -> None:
     guide = (ROOT / "docs" / "backend-guide.md").read_text(encoding="utf-8")
     missing = sorted(cid for cid in CLAUSES if f"`{cid}`" not in guide)
     assert not missing, f"clauses the backend guide never mentions: {missing}"
+
+
+def test_controller_clauses_are_checked_by_the_controller_contract() -> None:
+    tests = [n for n in dir(ControllerContract) if n.startswith("test_")]
+    bare = [n for n in tests if not clauses_of(getattr(ControllerContract, n))]
+    assert not bare, f"controller tests without @checks: {bare}"
+    for name in tests:
+        first = clauses_of(getattr(ControllerContract, name))[0]
+        stem = first.lower().replace("-", "_")
+        assert name.startswith(f"test_{stem}__"), f"{name} must be named after {first}"
+    declared = {cid for n in tests for cid in clauses_of(getattr(ControllerContract, n))}
+    controller_scope = {c.id for c in CLAUSES.values() if c.scope is Scope.CONTROLLER}
+    xp_ctrl = {c for c in CLAUSES if c.startswith("XP-CTRL-")}
+    assert controller_scope | xp_ctrl == declared, sorted(declared ^ (controller_scope | xp_ctrl))

@@ -9,8 +9,13 @@ Scopes say *how* a clause can be checked:
 * ``contract`` -- observable through one connection; the contract suite, the
   hypothesis properties and the state machine check it.
 * ``cross_process`` -- only observable with several processes sharing one
-  store; the stress harness checks it. A store that cannot be shared gets
+  store; the stress harness (and, for ``XP-CTRL-*``, the controller checks)
+  checks it. A store that cannot be shared gets
   these reported NOT VERIFIED, never PASS.
+* ``controller`` -- observable by running the reference ``Controller``
+  (``chongming_conformance.controller``) on one store, the way its real
+  consumer uses it; ``ControllerContract`` checks it. (Its cross-process
+  counterparts are ``XP-CTRL-*`` clauses of scope ``cross_process``.)
 * ``review`` -- not observable through the protocol at all (where a filter
   runs, whether a file handle is really released). The kit reports these NOT
   VERIFIED with a note and the reference stores prove them with their own
@@ -39,7 +44,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.0"
+CATALOGUE_VERSION = "1.1"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -56,6 +61,7 @@ class Scope(enum.Enum):
 
     CONTRACT = "contract"
     CROSS_PROCESS = "cross_process"
+    CONTROLLER = "controller"
     REVIEW = "review"
 
 
@@ -72,6 +78,7 @@ class Clause:
 
 _M, _S = Level.MUST, Level.SHOULD
 _C, _X, _R = Scope.CONTRACT, Scope.CROSS_PROCESS, Scope.REVIEW
+_K = Scope.CONTROLLER
 
 _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     # -- structure -----------------------------------------
@@ -266,6 +273,39 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-SHARED-VISIBILITY", _M, "§7 §8 §9", _X,
      "Instances of the store opened by different processes on one location see each "
      "other's writes at once (no private cache), and never a half-written state."),
+    # -- the controller in the loop (chongming_conformance.controller) -------------
+    ("CTRL-PLUGS-IN", _M, "§5 §7", _K,
+     "A Controller on the store runs a task to SUCCEEDED: the stored snapshot is its final "
+     "state, history() equals the transitions it applied, and list_tasks, stats, "
+     "bucket_counts and tasks_in_buckets agree with what was submitted."),
+    ("CTRL-OUTAGE-RECOVERY", _M, "§2.1 §2.2 §3", _K,
+     "When the store fails mid-task the task still finishes; after recovery the store holds "
+     "the final state at a version that jumped past the buffered ones, and history is "
+     "complete without duplicates, even when an append whose reply was lost is sent again."),
+    ("CTRL-RESTART-RECOVERY", _M, "§2.3 §3 §9", _K,
+     "reconcile() marks LOST a task whose supervisor lease expired and spares a task whose "
+     "lease a live controller holds although its heartbeat is stale."),
+    ("CTRL-READ-ONLY-NO-CLAIM", _M, "§5", _K,
+     "A controller that never submitted a task claims no command, so a stop request stays "
+     "for the task's holder."),
+    ("CTRL-STOP-REACHES-HOLDER", _M, "§2.4 §5 §9", _K,
+     "A STOP claimed first by a controller that does not hold the task is released, not "
+     "finished; its holder then stops the task (CANCELLED) and completes the command "
+     "'stopped'."),
+    ("CTRL-STOP-DELIVERED-ONCE", _M, "§2.4 §3 §9", _K,
+     "While the holder's claim on a STOP is unexpired no poll hands the command out again, "
+     "so one stop request is carried out once."),
+    ("XP-CTRL-STOP", _M, "§5 §7", _X,
+     "A Controller in one process stops a task a Controller in another process runs: the "
+     "holder claims the command, stops the task and completes the command 'stopped', and "
+     "the stopper sees CANCELLED."),
+    ("XP-CTRL-NO-STARVATION", _M, "§2.4 §5", _X,
+     "A controller in another process that polls but holds nothing releases the stop request "
+     "every time it claims it, and the holder still receives it within two of its polls."),
+    ("XP-CTRL-KILLED-HOLDER", _M, "§2.3 §2.4 §3 §9", _X,
+     "When a controller process is SIGKILLed while running a task and holding its STOP "
+     "command, reconcile() in a new process marks the task LOST once the lease has expired, "
+     "and the STOP command is claimable again."),
 )
 
 CLAUSES: dict[str, Clause] = {

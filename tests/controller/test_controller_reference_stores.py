@@ -1,0 +1,54 @@
+"""Every reference store passes the controller checks, in one process and across processes.
+
+The JSON-file store runs the in-process checks only (guide §7: one process);
+its cross-process limit stays pinned by the stress harness (tests/stress).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chongming_conformance.controller_checks import ControllerContract
+from reference_stores import jsonfile, memory, sqlite
+
+
+class OneProcessOnly(ControllerContract):
+    """The memory and JSON-file stores cannot be shared: their XP-CTRL checks do not apply."""
+
+    def run_cross_process(self, scenario: str) -> None:
+        pytest.skip("this store cannot be shared between processes (guide §7); the "
+                    "cross-process controller checks run for SQLite and Postgres")
+
+
+class TestMemoryStoreUnderAController(OneProcessOnly):
+    def make_store(self) -> Any:
+        return memory.make_store()
+
+
+class TestSqliteStoreUnderAController(ControllerContract):
+    def make_store(self) -> Any:
+        return sqlite.make_store()
+
+    def make_shared_store(self) -> Any:
+        return sqlite.make_shared_store()
+
+
+class TestJsonFileStoreUnderAController(OneProcessOnly):
+    def make_store(self) -> Any:
+        return jsonfile.make_store()
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("postgres_dsn")
+class TestPostgresStoreUnderAController(ControllerContract):
+    def make_store(self) -> Any:
+        from reference_stores import postgres
+
+        return postgres.make_store()
+
+    def make_shared_store(self) -> Any:
+        from reference_stores import postgres
+
+        return postgres.make_shared_store()
