@@ -32,9 +32,9 @@ from typing import Any
 
 from ..clauses import checks
 from ..controller import Controller, ManualClock, TaskContext
-from ..factory import enter_store
 from ..model import Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from ..protocol import TaskStore
+from ..seam import StoreSeam
 from .crossprocess import DEADLINE, run_cross_process
 from .faults import FaultyStore
 
@@ -63,17 +63,17 @@ def _chain(rows: list[Transition]) -> list[tuple[int, S | None, S]]:
     return [(t.version, t.from_status, t.to_status) for t in rows]
 
 
-class ControllerContract:
-    """Base class: implement ``make_store()`` (and optionally ``make_shared_store()``)."""
+class ControllerContract(StoreSeam):
+    """Base class: the seam's ``make_store()`` (and optionally ``make_shared_store()``).
+
+    Stores are opened through :class:`~chongming_conformance.seam.StoreSeam`, like
+    every other single-connection base, so ``wrap_store`` and ``guard`` apply here too.
+    """
 
     store: TaskStore
     _stack: contextlib.ExitStack
     #: Seconds one cross-process scenario may take before it fails (it never hangs).
     cross_process_deadline: float = DEADLINE
-
-    def make_store(self) -> Any:
-        """Return a fresh, isolated, empty store (or a generator/context manager of one)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
 
     def make_shared_store(self) -> Any:
         """Set up one shared location; return/yield a picklable opener (XP-CTRL-* only)."""
@@ -83,19 +83,17 @@ class ControllerContract:
         )
 
     # -- lifecycle -------------------------------------------------------------------------
-    def open_store(self) -> TaskStore:
-        return enter_store(self.make_store, self._stack, origin=f"{type(self).__name__}.make_store")
-
     def setup_method(self, method: object = None) -> None:
         self._stack = contextlib.ExitStack()
         try:
-            self.store = self.open_store()
+            self.store = self.open_into(self._stack)
         except BaseException:
             self._stack.close()
             raise
 
     def teardown_method(self, method: object = None) -> None:
-        self._stack.close()
+        # Controllers registered on the stack after the store close first.
+        self.close_stack(self._stack)
 
     def controller(self, owner: str, clock: ManualClock, store: TaskStore | None = None,
                    ) -> Controller:

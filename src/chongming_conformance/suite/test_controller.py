@@ -11,25 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from chongming_conformance.controller_checks import ControllerContract
-from chongming_conformance.protocol import TaskStore
 from chongming_conformance.suite import _config
+from chongming_conformance.suite._config import ConfiguredSeam
 
 
-class TestStoreUnderAController(ControllerContract):
-    """ControllerContract on ``--chongming-store``; opening and teardown under the timeout."""
-
-    def make_store(self) -> Any:
-        return _config.store_factory()()
+class TestStoreUnderAController(ConfiguredSeam, ControllerContract):
+    """ControllerContract on ``--chongming-store``; opening, main-thread calls, teardown timed."""
 
     def make_shared_store(self) -> Any:
         shared = _config.shared_store_factory()
         if shared is None:  # the plugin skips these tests first; this is a guard only
             raise RuntimeError("no shared store is configured for the cross-process checks")
         return shared()
-
-    def open_store(self) -> TaskStore:
-        return _config.open_timed(super().open_store)
-
-    def teardown_method(self, method: object = None) -> None:
-        _config.teardown_timed(
-            lambda: super(TestStoreUnderAController, self).teardown_method(method))
