@@ -263,7 +263,7 @@ class StoreProperties(StoreSeam):
                     )
                     check_claim(
                         claimed, model.commands.values(), now=now, lease_seconds=lease,
-                        limit=limit,
+                        limit=limit, last_ops=model.last_ops,
                     )
                     model.adopt_claim(claimed)
 

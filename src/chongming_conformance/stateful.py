@@ -440,7 +440,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         now = self.now(zone)
         claimed = list(self.store.claim_commands(now=now, lease_seconds=lease, limit=limit))
         check_claim(
-            claimed, self.model.commands.values(), now=now, lease_seconds=lease, limit=limit
+            claimed,
+            self.model.commands.values(),
+            now=now,
+            lease_seconds=lease,
+            limit=limit,
+            last_ops=self.model.last_ops,
         )
         self.model.adopt_claim(claimed)
 

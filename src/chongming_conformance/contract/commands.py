@@ -173,8 +173,10 @@ class CommandContract(ContractBase):
             "releasing a completed command made it claimable"
         )
 
-    @checks("RELEASE-FINISHED-NOOP")
-    def test_release_finished_noop__unclaimed_command_untouched(self) -> None:
+    @checks("RELEASE-NOT-COMPLETE")
+    def test_release_not_complete__unclaimed_command_stays_claimable(self) -> None:
+        # Releasing a never-claimed, unfinished command must not finish it (a release
+        # done as complete drops it); it is no finished command, so not FINISHED-NOOP.
         self.store.submit_command(command("c-1"))
         self.store.release_command("c-1", now=at(0))
         assert _cmd_ids(self.store.claim_commands(now=at(0), lease_seconds=LEASE)) == ["c-1"]
