@@ -29,6 +29,7 @@ __all__ = [
     "notes_blame",
     "parse_blames",
     "same_snapshot",
+    "snapshot_culprit",
 ]
 
 BLAME_NOTE = "chongming-blame: "
@@ -114,6 +115,30 @@ def parse_blames(text: str) -> tuple[str, ...]:
     return tuple(named)
 
 
+_TIME_FIELDS = frozenset({"created_at", "updated_at", "heartbeat_at", "lease_until"})
+
+
+def snapshot_culprit(
+    expected: TaskSnapshot | None, actual: TaskSnapshot | None, default: str
+) -> str:
+    """The clause a read-back that differs from what was written shows broken.
+
+    Only times differ: TIME-UTC-ROUNDTRIP; other data fields (not the version, not
+    the lease): SNAPSHOT-FULL-ROUNDTRIP; otherwise (missing row, wrong version, wrong
+    status) the operation's own clause ``default``.
+    """
+    if expected is None or actual is None:
+        return default
+    differ = {
+        f.name for f in fields(TaskSnapshot) if getattr(expected, f.name) != getattr(actual, f.name)
+    }
+    if differ and differ <= _TIME_FIELDS:
+        return "TIME-UTC-ROUNDTRIP"
+    if differ and not differ & {"status", "status_version", "lease_owner", "lease_until"}:
+        return "SNAPSHOT-FULL-ROUNDTRIP"
+    return default
+
+
 def same_snapshot(
     expected: TaskSnapshot | None,
     actual: TaskSnapshot | None,
@@ -121,9 +146,10 @@ def same_snapshot(
     *,
     lease_clause: str | None = None,
     version_clause: str | None = None,
+    clause: str | None = None,
 ) -> None:
     """Assert equality; blame ``lease_clause`` if only the lease differs, ``version_clause``
-    if only ``status_version`` does."""
+    if only ``status_version`` does, else (given ``clause``) :func:`snapshot_culprit`."""
     if actual == expected:
         return
     exc = AssertionError(f"{what}:\n  expected {expected!r}\n  got      {actual!r}")
@@ -137,4 +163,6 @@ def same_snapshot(
             blame(exc, (lease_clause,))
         elif version_clause and differ == {"status_version"}:
             blame(exc, (version_clause,))
+    if clause:
+        blame(exc, (snapshot_culprit(expected, actual, clause),))
     raise exc

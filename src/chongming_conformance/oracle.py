@@ -30,6 +30,7 @@ __all__ = [
     "check_query",
     "claim_culprits",
     "expected_counts",
+    "history_culprits",
     "matches",
     "query_culprits",
 ]
@@ -190,6 +191,29 @@ def query_culprits(
     if sorted(_wall(t.created_at) for t in by_wall) == sorted(walls):
         return ("TIME-INSTANT-ORDER",)
     return ("QUERY-ORDER-CREATED",)
+
+
+def history_culprits(
+    expected: Sequence[Transition], got: Sequence[Transition], *, since: int, pruned: bool
+) -> tuple[str, ...]:
+    """The clause a wrong ``history(task_id, since_version=since)`` answer shows broken."""
+    if not expected and got and pruned:
+        return ("PRUNE-HISTORY",)
+    keys = [(t.task_id, t.version) for t in got]
+    want = [(t.task_id, t.version) for t in expected]
+    if len(set(keys)) < len(keys):
+        return ("APPEND-IDEMPOTENT",)
+    if sorted(keys) == sorted(want):
+        if keys != want:
+            return ("HISTORY-ORDERED",)
+        return ("TRANSITION-ROUNDTRIP",)
+    task_ids = {t.task_id for t in expected} | ({expected[0].task_id} if expected else set())
+    if task_ids and any(t.task_id not in task_ids for t in got):
+        return ("HISTORY-PER-TASK",)
+    if set(want) <= set(keys) and all(t.version <= since for t in got if (t.task_id, t.version)
+                                      not in set(want)):
+        return ("HISTORY-SINCE",)
+    return ()
 
 
 def expected_counts(tasks: Iterable[TaskSnapshot]) -> dict[TaskStatus, int]:

@@ -1,0 +1,134 @@
+"""The precision matrix: every broken store of the test suite, run through the plugin.
+
+Each :class:`Case` names one broken store as a third party would configure it
+(``--chongming-store=MODULE:ATTR``, plus a shared store for the stress ones)
+and the exact set of clauses its run must report FAIL. :func:`run_case` runs
+pytest in a fresh interpreter and returns the clause outcomes of its JSON
+report; ``test_precision_matrix.py`` asserts them, and
+``python tests/precision/matrix.py`` prints the table docs/benchmarks.md records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+ROOT = TESTS.parent
+#: Where the broken stores live; the subprocess imports them by module name.
+PATHS = (HERE, TESTS, TESTS / "properties", TESTS / "stress", ROOT)
+#: A whole broken run takes seconds; this only stops a hung one.
+RUN_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One broken store and the clauses it must FAIL (and no other)."""
+
+    store: str
+    fails: frozenset[str]
+    shared: str | None = None
+    #: A store whose methods do not match the protocol is refused before any test runs
+    #: (a usage error naming the difference), so it has no clause table.
+    refused: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.store.replace("precision_stores:make_", "stress_stores:")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run reported: every clause's outcome and note, the verdict, the wall time."""
+
+    clauses: dict[str, tuple[str, str | None]]
+    verdict: str
+    seconds: float
+    output: str
+    exit_code: int
+
+    @property
+    def failing(self) -> frozenset[str]:
+        return frozenset(c for c, (outcome, _) in self.clauses.items() if outcome == "FAIL")
+
+
+def command(case: Case, report: Path, profile: str = "quick") -> list[str]:
+    """The pytest command line a backend author would type for this store."""
+    args = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+        f"--chongming-store={case.store}",
+        f"--chongming-profile={profile}",
+        "--chongming-suite-only",
+        f"--chongming-report={report}",
+    ]
+    if case.shared:
+        args += [f"--chongming-shared-store={case.shared}", "--chongming-stress=quick"]
+    return args
+
+
+def run_case(case: Case, workdir: Path, profile: str = "quick") -> Outcome:
+    """Run the plugin on ``case.store`` in a fresh interpreter; read back its JSON report."""
+    report = workdir / "report.json"
+    env = dict(os.environ)
+    for name in ("CHONGMING_STORE", "CHONGMING_SHARED_STORE", "PYTEST_ADDOPTS"):
+        env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in PATHS)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        command(case, report, profile), cwd=workdir, env=env, capture_output=True, text=True,
+        timeout=RUN_TIMEOUT, check=False,
+    )
+    seconds = time.perf_counter() - start
+    output = proc.stdout + proc.stderr
+    if not report.exists():
+        return Outcome({}, "", seconds, output, proc.returncode)
+    doc: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    clauses = {c["id"]: (c["outcome"], c.get("note")) for c in doc["clauses"]}
+    return Outcome(clauses, doc["verdict"], seconds, output, proc.returncode)
+
+
+def _contract_cases() -> list[Case]:
+    import broken_stores
+
+    return [
+        Case(
+            f"broken_stores:{cls.__name__}",
+            frozenset(EXPECTED.get(cls.__name__, {cid})),
+            refused=cid == "PROTOCOL-METHODS",
+        )
+        for cid, classes in broken_stores.BROKEN.items()
+        for cls in classes
+    ]
+
+
+#: Contract broken stores whose FAIL set is more than their own clause (the break
+#: really violates the others too); every other one must FAIL exactly its own.
+EXPECTED: dict[str, set[str]] = {}
+
+
+def cases() -> list[Case]:
+    return _contract_cases()
+
+
+if __name__ == "__main__":
+    only = sys.argv[1:]
+    for case in cases():
+        if only and not any(o in case.store for o in only):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            got = run_case(case, Path(tmp))
+        extra = sorted(got.failing - case.fails)
+        missing = sorted(case.fails - got.failing)
+        if case.refused:
+            mark = "ok (refused)" if got.exit_code == 4 else f"NOT REFUSED ({got.exit_code})"
+        else:
+            mark = "ok" if not extra and not missing else f"EXTRA {extra} MISSING {missing}"
+        print(f"{case.id}\t{got.seconds:.1f}s\t{sorted(got.failing)}\t{mark}", flush=True)
