@@ -368,7 +368,26 @@ def check_prune(
     count = max(len(terminal) - max(keep_terminal, 0), 0)
     what = f"prune(keep_terminal={keep_terminal})"
     alive = sorted(i for i in gone if i in tasks and not tasks[i].status.is_terminal)
-    assert not alive, f"{what}: dropped non-terminal task(s) {alive!r}"
+    try:
+        assert not alive, f"{what}: dropped non-terminal task(s) {alive!r}"
+    except AssertionError as exc:
+        blame(exc, ("PRUNE-TERMINAL-ONLY",))
+        raise
+    try:
+        _prune_count_ok(gone, returned, tasks, terminal, count, what)
+    except AssertionError as exc:
+        blame(exc, ("PRUNE-OLDEST-FIRST",))
+        raise
+
+
+def _prune_count_ok(
+    gone: set[str],
+    returned: int,
+    tasks: Mapping[str, TaskSnapshot],
+    terminal: Sequence[TaskSnapshot],
+    count: int,
+    what: str,
+) -> None:
     assert len(gone) == count, (
         f"{what}: dropped {len(gone)} task(s) {sorted(gone)!r}, expected {count}"
     )

@@ -114,17 +114,71 @@ def _contract_cases() -> list[Case]:
 EXPECTED: dict[str, set[str]] = {}
 
 
+#: The property suite's broken stores (tests/properties/property_broken_stores.py) and
+#: the one clause each breaks.
+PROPERTY_CLAUSES: dict[str, str] = {
+    "SaveRequiresNextVersion": "SAVE-VERSION-SKIP",
+    "TouchBumpsVersion": "TOUCH-NO-VERSION",
+    "SaveClobbersLease": "SAVE-KEEPS-LEASE",
+    "TagSubstringMatch": "QUERY-TAG-EXACT",
+    "UnescapedLikePrefix": "QUERY-NAME-PREFIX-LITERAL",
+    "StoresLocalTime": "TIME-UTC-ROUNDTRIP",
+    "ClaimIgnoresLease": "CLAIM-LEASE-EXCLUSIVE",
+    "ReleaseMarksComplete": "RELEASE-NOT-COMPLETE",
+    "PruneDropsNonTerminal": "PRUNE-TERMINAL-ONLY",
+}
+#: The stress suite's broken SQLite stores (tests/stress/stress_stores.py), run with a
+#: shared store so the cross-process clauses are exercised, and the clause each breaks.
+STRESS_CLAUSES: dict[str, str] = {
+    "CheckThenWriteSave": "SAVE-CAS",
+    "UnlockedClaim": "CLAIM-LEASE-EXCLUSIVE",
+    "NoLeaseClaim": "CLAIM-LEASE-EXCLUSIVE",
+    "ExpiryIgnoredClaim": "CLAIM-EXPIRED-RECLAIM",
+    "LeaseWritingSave": "SAVE-KEEPS-LEASE",
+    "CheckThenInsertAppend": "APPEND-IDEMPOTENT",
+    "CachingReads": "CREATE-THEN-GET",
+    "ReleaseKeepsLease": "RELEASE-NOT-COMPLETE",
+    "StaleRowTouch": "TOUCH-NO-VERSION",
+    "TouchBumpsVersion": "TOUCH-NO-VERSION",
+}
+
+
+def _property_cases() -> list[Case]:
+    return [
+        Case(f"property_broken_stores:{name}", frozenset(EXPECTED.get(f"p:{name}", {cid})))
+        for name, cid in PROPERTY_CLAUSES.items()
+    ]
+
+
+def _stress_cases() -> list[Case]:
+    return [
+        Case(
+            f"precision_stores:make_{name}",
+            frozenset(EXPECTED.get(f"s:{name}", {cid})),
+            shared=f"precision_stores:shared_{name}",
+        )
+        for name, cid in STRESS_CLAUSES.items()
+    ]
+
+
 def cases() -> list[Case]:
-    return _contract_cases()
+    """Every broken store of the test suite, contract ones first."""
+    return _contract_cases() + _property_cases() + _stress_cases()
+
+
+def _measure(case: Case) -> tuple[Case, Outcome]:
+    with tempfile.TemporaryDirectory() as tmp:
+        return case, run_case(case, Path(tmp))
 
 
 if __name__ == "__main__":
+    from concurrent.futures import ThreadPoolExecutor
+
     only = sys.argv[1:]
-    for case in cases():
-        if only and not any(o in case.store for o in only):
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            got = run_case(case, Path(tmp))
+    chosen = [c for c in cases() if not only or any(o in c.store for o in only)]
+    with ThreadPoolExecutor(2) as pool:
+        measured = list(pool.map(_measure, chosen))
+    for case, got in measured:
         extra = sorted(got.failing - case.fails)
         missing = sorted(case.fails - got.failing)
         if case.refused:
