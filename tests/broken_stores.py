@@ -56,6 +56,22 @@ class PositionalExpectVersion(Base):
         super().save(snapshot, expect_version=expect_version)
 
 
+class ClaimLimitDefaultThree(Base):
+    """claim_commands() defaults limit to 3: a caller leaving it out gets 3, not 50."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 3
+    ) -> Sequence[Command]:
+        return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+
+
+class ExpectVersionNotKeywordOnly(Base):
+    """save() also accepts expect_version positionally (the * was forgotten)."""
+
+    def save(self, snapshot: TaskSnapshot, expect_version: int) -> None:
+        super().save(snapshot, expect_version=expect_version)
+
+
 # -- create / get --------------------------------------------------------------------------
 class CreateResetsVersion(Base):
     """create() assigns version 0 itself instead of storing the caller's."""
@@ -739,7 +755,8 @@ class AttributeErrorAfterClose(Base):
 
 #: clause id -> broken stores that violate it (every contract-scope clause appears).
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
-    "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion),
+    "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
+    "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
     "CREATE-THEN-GET": (CreateResetsVersion,),
     "CREATE-DUPLICATE-RAISES": (CreateOverwrites,),
     "GET-MISSING-NONE": (GetRaisesOnMissing,),

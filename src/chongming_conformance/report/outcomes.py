@@ -211,8 +211,8 @@ def verdict(
 ) -> str:
     """The one-line answer: does the store conform, judged on gated MUST clauses.
 
-    ``failed_tests`` suite tests failed: even when no clause could be blamed, a failing
-    test means the store does not conform.
+    ``failed_tests`` suite tests failed without any FAIL clause to show for it: even
+    when no clause could be blamed, a failing test means the store does not conform.
     """
     if reasons:
         return PARTIAL_BANNER
@@ -261,6 +261,14 @@ class Assessment:
         return summary_counts(self.results)
 
 
+def _unaccounted_failures(
+    records: SuiteRecords, results: Sequence[ClauseResult]
+) -> list[TestResult]:
+    """Failed suite tests that no FAIL clause reports (knock-ons, unattributed failures)."""
+    shown = {t.nodeid for r in results if r.outcome == FAIL for t in r.failing_tests}
+    return [t for t in records.tests.values() if t.outcome == "failed" and t.nodeid not in shown]
+
+
 def assess(
     records: SuiteRecords,
     capabilities: Capabilities,
@@ -285,9 +293,5 @@ def assess(
         partial_reasons=reasons,
         gate=gate,
         gate_failed=gate_failures(results, gate) if gate else [],
-        verdict=verdict(
-            results,
-            reasons,
-            sum(1 for t in records.tests.values() if t.outcome == "failed"),
-        ),
+        verdict=verdict(results, reasons, len(_unaccounted_failures(records, results))),
     )
