@@ -177,6 +177,15 @@ class QueryNoneReturnsNothing(Base):
         return [] if query is None else super().query(query)
 
 
+class QueryEmptyStoreRaises(Base):
+    """query() of an empty store raises (an aggregate over no rows gave NULL)."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        if not self._tasks:
+            raise StoreError("no rows")
+        return super().query(query)
+
+
 class QueryIgnoresNewestFirst(Base):
     """newest_first is ignored."""
 
@@ -719,6 +728,16 @@ class SortsByWallClockText(Base):
         return [self._commands[c.command_id] for c in free]
 
 
+class LeaseExpiryByWallClock(Base):
+    """Lease expiry compares wall-clock readings, ignoring the offsets."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        wall = now.replace(tzinfo=UTC)  # its wall clock, read as if it were UTC
+        return super().claim_commands(now=wall, lease_seconds=lease_seconds, limit=limit)
+
+
 class CommandDropsIssuedBy(Base):
     """The issued_by column was forgotten; every command comes back as 'unknown'."""
 
@@ -734,6 +753,21 @@ class CloseTwiceRaises(Base):
         if self._closed:
             raise StoreError("already closed")
         super().close()
+
+
+class CloseClosesEveryStore(Base):
+    """close() tears down what every store of the process shares (a module-level pool)."""
+
+    _opened: list[InMemoryTaskStore] = []  # noqa: RUF012 -- shared on purpose: the bug
+
+    def __init__(self) -> None:
+        super().__init__()
+        CloseClosesEveryStore._opened.append(self)
+
+    def close(self) -> None:
+        for store in CloseClosesEveryStore._opened:
+            InMemoryTaskStore.close(store)
+        CloseClosesEveryStore._opened.clear()
 
 
 class UsableAfterClose(Base):
@@ -767,7 +801,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "SAVE-VERSION-SKIP": (SaveRequiresSuccessor,),
     "SAVE-KEEPS-LEASE": (SaveWritesLease,),
     "SAVE-MISSING-RAISES": (SaveUpserts,),
-    "QUERY-ALL": (QueryNoneReturnsNothing,),
+    "QUERY-ALL": (QueryNoneReturnsNothing, QueryEmptyStoreRaises),
     "QUERY-ORDER-CREATED": (QueryIgnoresNewestFirst,),
     "QUERY-TIES-COMPLETE": (QueryDropsTies,),
     "QUERY-STATUSES": (QueryIgnoresStatuses,),
@@ -810,8 +844,8 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PRUNE-COMMANDS": (PruneKeepsCommands,),
     "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
-    "TIME-INSTANT-ORDER": (SortsByWallClockText,),
+    "TIME-INSTANT-ORDER": (SortsByWallClockText, LeaseExpiryByWallClock),
     "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy,),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
-    "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose),
+    "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),
 }
