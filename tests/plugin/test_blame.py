@@ -62,3 +62,29 @@ def test_every_blame_note_is_parsed_in_order_without_repeats() -> None:
     )
     assert parse_blames(text) == ("SAVE-CAS", "SAVE-KEEPS-LEASE")
     assert parse_blames("AssertionError: chongming-blame: SAVE-CAS") == ()  # not a note line
+
+
+def test_every_leaf_of_an_exception_group_is_attributed() -> None:
+    """Hypothesis reports two distinct failures as one ExceptionGroup: both blames count."""
+    from chongming_conformance.blame import blame, failure_blames
+
+    lease, release, bare = AssertionError("lease"), AssertionError("release"), KeyError("x")
+    blame(lease, ("SAVE-KEEPS-LEASE",))
+    blame(release, ("RELEASE-NOT-COMPLETE",))
+    group = ExceptionGroup("two bugs", [lease, ExceptionGroup("nested", [release, bare])])
+    assert failure_blames(group) == (("SAVE-KEEPS-LEASE", "RELEASE-NOT-COMPLETE"), 1)
+    assert failure_blames(bare) == ((), 1)
+
+
+def test_a_blame_on_the_cause_counts_for_the_exception_raised_from_it() -> None:
+    from chongming_conformance.blame import blame, failure_blames
+
+    cause = AssertionError("inner")
+    blame(cause, ("CLOSE-IDEMPOTENT",))
+    try:
+        try:
+            raise cause
+        except AssertionError as exc:
+            raise RuntimeError("timeout guard") from exc
+    except RuntimeError as outer:
+        assert failure_blames(outer) == (("CLOSE-IDEMPOTENT",), 0)
