@@ -9,8 +9,9 @@ backend guide's trap table.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,9 +26,29 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
+from chongming_conformance.protocol import PROTOCOL_METHODS
 from reference_stores.memory import InMemoryTaskStore, _matches
 
-Base = InMemoryTaskStore
+
+def _refuse_after_close(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: InMemoryTaskStore, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise StoreError(f"{method.__name__}() on a closed store")
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Base(InMemoryTaskStore):
+    """The in-memory store; every method a broken store rewrites still refuses use after
+    close(), so each store breaks only its one promise (not CLOSE-THEN-STOREERROR too)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in PROTOCOL_METHODS:
+            if name != "close" and name in vars(cls):
+                setattr(cls, name, _refuse_after_close(vars(cls)[name]))
 
 
 def _sorted(tasks: list[TaskSnapshot], q: TaskQuery) -> list[TaskSnapshot]:
@@ -418,7 +439,21 @@ class TransitionDropsReason(Base):
 class TouchBumpsVersion(Base):
     """touch() goes through the versioned path and bumps status_version."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         super().touch(task_id, **kwargs)
         current = self._tasks.get(task_id)
         if current is not None and any(v is not None for v in kwargs.values()):
@@ -451,7 +486,21 @@ class TouchWritesAllFields(Base):
 class TouchMissingRaises(Base):
     """touch() of an unknown task raises."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         if task_id not in self._tasks:
             raise StoreError(f"no task {task_id!r}")
         super().touch(task_id, **kwargs)
@@ -460,7 +509,21 @@ class TouchMissingRaises(Base):
 class TouchIgnoresLease(Base):
     """touch() only knows progress and heartbeat; the lease arguments are dropped."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         kwargs.pop("lease_owner", None)
         kwargs.pop("lease_until", None)
         super().touch(task_id, **kwargs)
@@ -469,7 +532,21 @@ class TouchIgnoresLease(Base):
 class TouchDerivesLease(Base):
     """touch() derives the lease from the heartbeat (heartbeat + 30 s)."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         heartbeat = kwargs.get("heartbeat_at")
         if heartbeat is not None:
             kwargs["lease_until"] = heartbeat + timedelta(seconds=30)

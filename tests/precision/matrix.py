@@ -66,6 +66,8 @@ def command(case: Case, report: Path, profile: str = "quick") -> list[str]:
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
         f"--chongming-store={case.store}",
         f"--chongming-profile={profile}",
+        # The quick profile is not derandomized; a fixed seed makes the FAIL set repeatable.
+        "--hypothesis-seed=0",
         "--chongming-suite-only",
         f"--chongming-report={report}",
     ]
@@ -101,7 +103,7 @@ def _contract_cases() -> list[Case]:
     return [
         Case(
             f"broken_stores:{cls.__name__}",
-            frozenset(EXPECTED.get(cls.__name__, {cid})),
+            frozenset(EXPECTED.get(f"broken_stores:{cls.__name__}", {cid})),
             refused=cid == "PROTOCOL-METHODS",
         )
         for cid, classes in broken_stores.BROKEN.items()
@@ -109,9 +111,22 @@ def _contract_cases() -> list[Case]:
     ]
 
 
-#: Contract broken stores whose FAIL set is more than their own clause (the break
-#: really violates the others too); every other one must FAIL exactly its own.
-EXPECTED: dict[str, set[str]] = {}
+#: The measured FAIL set of every store (``python tests/precision/matrix.py --record``
+#: writes it, with the wall times docs/benchmarks.md quotes): case id -> clauses.
+RECORDED = HERE / "recorded.json"
+
+
+def _recorded() -> dict[str, Any]:
+    if not RECORDED.exists():
+        return {}
+    data: dict[str, Any] = json.loads(RECORDED.read_text(encoding="utf-8"))
+    return data
+
+
+#: case id -> the clauses it must FAIL, where that is more than (or other than) its own.
+EXPECTED: dict[str, set[str]] = {
+    cid: set(entry["fails"]) for cid, entry in _recorded().get("stores", {}).items()
+}
 
 
 #: The property suite's broken stores (tests/properties/property_broken_stores.py) and
@@ -145,7 +160,10 @@ STRESS_CLAUSES: dict[str, str] = {
 
 def _property_cases() -> list[Case]:
     return [
-        Case(f"property_broken_stores:{name}", frozenset(EXPECTED.get(f"p:{name}", {cid})))
+        Case(
+            f"property_broken_stores:{name}",
+            frozenset(EXPECTED.get(f"property_broken_stores:{name}", {cid})),
+        )
         for name, cid in PROPERTY_CLAUSES.items()
     ]
 
@@ -154,7 +172,7 @@ def _stress_cases() -> list[Case]:
     return [
         Case(
             f"precision_stores:make_{name}",
-            frozenset(EXPECTED.get(f"s:{name}", {cid})),
+            frozenset(EXPECTED.get(f"stress_stores:{name}", {cid})),
             shared=f"precision_stores:shared_{name}",
         )
         for name, cid in STRESS_CLAUSES.items()
@@ -174,10 +192,27 @@ def _measure(case: Case) -> tuple[Case, Outcome]:
 if __name__ == "__main__":
     from concurrent.futures import ThreadPoolExecutor
 
-    only = sys.argv[1:]
+    record = "--record" in sys.argv
+    only = [a for a in sys.argv[1:] if a != "--record"]
+    green = [
+        Case("reference_stores.memory:InMemoryTaskStore", frozenset()),
+        Case("precision_stores:make_SqliteTaskStore", frozenset(),
+             shared="precision_stores:shared_SqliteTaskStore"),
+    ]
     chosen = [c for c in cases() if not only or any(o in c.store for o in only)]
     with ThreadPoolExecutor(2) as pool:
-        measured = list(pool.map(_measure, chosen))
+        measured = list(pool.map(_measure, green + chosen))
+    if record:
+        RECORDED.write_text(json.dumps({
+            "command": "python tests/precision/matrix.py --record",
+            "green_seconds": {c.store: round(o.seconds, 1) for c, o in measured[:2]},
+            "stores": {
+                c.id: {"fails": sorted(o.failing), "seconds": round(o.seconds, 1),
+                       "refused": c.refused}
+                for c, o in measured[2:]
+            },
+        }, indent=1) + "\n", encoding="utf-8")
+    measured = measured[2:]
     for case, got in measured:
         extra = sorted(got.failing - case.fails)
         missing = sorted(case.fails - got.failing)
