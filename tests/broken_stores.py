@@ -9,8 +9,9 @@ backend guide's trap table.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,9 +26,29 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
+from chongming_conformance.protocol import PROTOCOL_METHODS
 from reference_stores.memory import InMemoryTaskStore, _matches
 
-Base = InMemoryTaskStore
+
+def _refuse_after_close(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: InMemoryTaskStore, *args: Any, **kwargs: Any) -> Any:
+        if self._closed:
+            raise StoreError(f"{method.__name__}() on a closed store")
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class Base(InMemoryTaskStore):
+    """The in-memory store; every method a broken store rewrites still refuses use after
+    close(), so each store breaks only its one promise (not CLOSE-THEN-STOREERROR too)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in PROTOCOL_METHODS:
+            if name != "close" and name in vars(cls):
+                setattr(cls, name, _refuse_after_close(vars(cls)[name]))
 
 
 def _sorted(tasks: list[TaskSnapshot], q: TaskQuery) -> list[TaskSnapshot]:
@@ -53,6 +74,22 @@ class PositionalExpectVersion(Base):
     """save() takes expect_version positionally only."""
 
     def save(self, snapshot: TaskSnapshot, expect_version: int, /) -> None:  # type: ignore[override]
+        super().save(snapshot, expect_version=expect_version)
+
+
+class ClaimLimitDefaultThree(Base):
+    """claim_commands() defaults limit to 3: a caller leaving it out gets 3, not 50."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 3
+    ) -> Sequence[Command]:
+        return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+
+
+class ExpectVersionNotKeywordOnly(Base):
+    """save() also accepts expect_version positionally (the * was forgotten)."""
+
+    def save(self, snapshot: TaskSnapshot, expect_version: int) -> None:
         super().save(snapshot, expect_version=expect_version)
 
 
@@ -159,6 +196,15 @@ class QueryNoneReturnsNothing(Base):
 
     def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
         return [] if query is None else super().query(query)
+
+
+class QueryEmptyStoreRaises(Base):
+    """query() of an empty store raises (an aggregate over no rows gave NULL)."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        if not self._tasks:
+            raise StoreError("no rows")
+        return super().query(query)
 
 
 class QueryIgnoresNewestFirst(Base):
@@ -393,7 +439,21 @@ class TransitionDropsReason(Base):
 class TouchBumpsVersion(Base):
     """touch() goes through the versioned path and bumps status_version."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         super().touch(task_id, **kwargs)
         current = self._tasks.get(task_id)
         if current is not None and any(v is not None for v in kwargs.values()):
@@ -426,7 +486,21 @@ class TouchWritesAllFields(Base):
 class TouchMissingRaises(Base):
     """touch() of an unknown task raises."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         if task_id not in self._tasks:
             raise StoreError(f"no task {task_id!r}")
         super().touch(task_id, **kwargs)
@@ -435,7 +509,21 @@ class TouchMissingRaises(Base):
 class TouchIgnoresLease(Base):
     """touch() only knows progress and heartbeat; the lease arguments are dropped."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         kwargs.pop("lease_owner", None)
         kwargs.pop("lease_until", None)
         super().touch(task_id, **kwargs)
@@ -444,7 +532,21 @@ class TouchIgnoresLease(Base):
 class TouchDerivesLease(Base):
     """touch() derives the lease from the heartbeat (heartbeat + 30 s)."""
 
-    def touch(self, task_id: str, **kwargs: Any) -> None:
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        kwargs: dict[str, Any] = {
+            "progress": progress,
+            "heartbeat_at": heartbeat_at,
+            "lease_owner": lease_owner,
+            "lease_until": lease_until,
+        }
         heartbeat = kwargs.get("heartbeat_at")
         if heartbeat is not None:
             kwargs["lease_until"] = heartbeat + timedelta(seconds=30)
@@ -703,6 +805,16 @@ class SortsByWallClockText(Base):
         return [self._commands[c.command_id] for c in free]
 
 
+class LeaseExpiryByWallClock(Base):
+    """Lease expiry compares wall-clock readings, ignoring the offsets."""
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        wall = now.replace(tzinfo=UTC)  # its wall clock, read as if it were UTC
+        return super().claim_commands(now=wall, lease_seconds=lease_seconds, limit=limit)
+
+
 class CommandDropsIssuedBy(Base):
     """The issued_by column was forgotten; every command comes back as 'unknown'."""
 
@@ -718,6 +830,21 @@ class CloseTwiceRaises(Base):
         if self._closed:
             raise StoreError("already closed")
         super().close()
+
+
+class CloseClosesEveryStore(Base):
+    """close() tears down what every store of the process shares (a module-level pool)."""
+
+    _opened: list[InMemoryTaskStore] = []  # noqa: RUF012 -- shared on purpose: the bug
+
+    def __init__(self) -> None:
+        super().__init__()
+        CloseClosesEveryStore._opened.append(self)
+
+    def close(self) -> None:
+        for store in CloseClosesEveryStore._opened:
+            InMemoryTaskStore.close(store)
+        CloseClosesEveryStore._opened.clear()
 
 
 class UsableAfterClose(Base):
@@ -739,7 +866,8 @@ class AttributeErrorAfterClose(Base):
 
 #: clause id -> broken stores that violate it (every contract-scope clause appears).
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
-    "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion),
+    "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
+    "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
     "CREATE-THEN-GET": (CreateResetsVersion,),
     "CREATE-DUPLICATE-RAISES": (CreateOverwrites,),
     "GET-MISSING-NONE": (GetRaisesOnMissing,),
@@ -750,7 +878,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "SAVE-VERSION-SKIP": (SaveRequiresSuccessor,),
     "SAVE-KEEPS-LEASE": (SaveWritesLease,),
     "SAVE-MISSING-RAISES": (SaveUpserts,),
-    "QUERY-ALL": (QueryNoneReturnsNothing,),
+    "QUERY-ALL": (QueryNoneReturnsNothing, QueryEmptyStoreRaises),
     "QUERY-ORDER-CREATED": (QueryIgnoresNewestFirst,),
     "QUERY-TIES-COMPLETE": (QueryDropsTies,),
     "QUERY-STATUSES": (QueryIgnoresStatuses,),
@@ -793,8 +921,8 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PRUNE-COMMANDS": (PruneKeepsCommands,),
     "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
-    "TIME-INSTANT-ORDER": (SortsByWallClockText,),
+    "TIME-INSTANT-ORDER": (SortsByWallClockText, LeaseExpiryByWallClock),
     "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy,),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
-    "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose),
+    "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),
 }

@@ -84,3 +84,19 @@ def test_picklability_uses_the_harness_pickler() -> None:
         conn.close()
     assert problem is not None
     assert "cannot be pickled" in problem and "functools.partial" in problem
+
+
+def test_a_wrong_default_is_a_protocol_mismatch_and_a_loose_signature_only_advice() -> None:
+    from broken_stores import ClaimLimitDefaultThree, ExpectVersionNotKeywordOnly
+
+    from chongming_conformance.factory import protocol_mismatches, signature_advisories
+
+    assert protocol_mismatches(ClaimLimitDefaultThree()) == [
+        "claim_commands() defaults 'limit' to 3; the protocol's default is 50"
+    ]
+    loose = ExpectVersionNotKeywordOnly()
+    assert protocol_mismatches(loose) == []
+    assert signature_advisories(loose) == [
+        "save() accepts 'expect_version' positionally; the protocol makes it keyword-only "
+        "(add * before it)"
+    ]

@@ -98,3 +98,27 @@ def test_broken_stores_are_still_shaped_like_stores_where_they_should_be() -> No
                     assert isinstance(store, TaskStore), broken.__name__
             finally:
                 store.close()
+
+
+def _contract_test_names() -> list[str]:
+    return sorted(n for n in dir(StoreContract) if n.startswith("test_"))
+
+
+@pytest.mark.parametrize("name", _contract_test_names())
+def test_every_contract_test_is_filed_under_a_clause_it_proves(name: str) -> None:
+    """Filing audit: a test declaring clause C fails on one of C's broken stores.
+
+    A test that passes on every store breaking the clause it is filed under proves
+    something else (a never-claimed release filed under RELEASE-FINISHED-NOOP, say),
+    and its failures would be reported against the wrong clause.
+    """
+    declared = clauses_of(getattr(StoreContract, name))
+    for clause_id in declared:
+        stores = BROKEN.get(clause_id, ())
+        if not stores:
+            continue
+        caught = [s.__name__ for s in stores if run_contract_test(name, s) is not None]
+        assert caught, (
+            f"{name} is filed under {clause_id}, but passes on every store breaking it: "
+            f"{[s.__name__ for s in stores]}"
+        )

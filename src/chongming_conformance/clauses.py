@@ -85,6 +85,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PROTOCOL-METHODS", _M, "§1 §8", _C,
      "The store has all 14 TaskStore methods with the protocol's parameter names, "
      "defaults and keyword-only markers; no inheritance or registration is needed."),
+    ("PROTOCOL-KEYWORD-ONLY", _S, "§1 §8", _C,
+     "Parameters the protocol makes keyword-only are declared keyword-only, not accepted "
+     "positionally and not swallowed by **kwargs (a wrong call then fails loudly)."),
     # -- create / get --------------------------------------
     ("CREATE-THEN-GET", _M, "§2.1", _C,
      "After create(s), get(s.task_id) returns a snapshot equal to s."),

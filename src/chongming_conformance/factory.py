@@ -30,6 +30,7 @@ __all__ = [
     "enter_store",
     "picklability_problem",
     "protocol_mismatches",
+    "signature_advisories",
 ]
 
 
@@ -77,6 +78,10 @@ def _signature_problems(name: str, method: Any) -> list[str]:
         if exp.default is not inspect.Parameter.empty and got.default is inspect.Parameter.empty:
             problems.append(f"{name}() requires {pname!r}; the protocol makes it optional "
                             f"(default {exp.default!r})")
+        elif exp.default is not inspect.Parameter.empty and got.default != exp.default:
+            # A caller that leaves it out gets a different answer (limit=3 claims 3, not 50).
+            problems.append(f"{name}() defaults {pname!r} to {got.default!r}; the protocol's "
+                            f"default is {exp.default!r}")
     for pname, got in params.items():
         if pname in expected.parameters or got.kind in (
             inspect.Parameter.VAR_POSITIONAL,
@@ -103,6 +108,38 @@ def protocol_mismatches(obj: object) -> list[str]:
             continue
         problems.extend(_signature_problems(name, getattr(obj, name)))
     return problems
+
+
+def signature_advisories(obj: object) -> list[str]:
+    """Looser-than-protocol signatures that still work for the controller ('[]' if none).
+
+    A parameter the protocol makes keyword-only but the store also accepts
+    positionally, or a keyword-only parameter swallowed by ``**kwargs``: every
+    call the controller makes still works, but a typo or a positional call that
+    should fail does not (the SHOULD clause PROTOCOL-KEYWORD-ONLY).
+    """
+    advice: list[str] = []
+    for name in PROTOCOL_METHODS:
+        method = getattr(obj, name, None)
+        if not callable(method):
+            continue
+        try:
+            params = inspect.signature(method).parameters
+        except (TypeError, ValueError):
+            continue
+        for pname, exp in _expected_signature(name).parameters.items():
+            if exp.kind is not inspect.Parameter.KEYWORD_ONLY:
+                continue
+            got = params.get(pname)
+            if got is None and any(
+                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+            ):
+                advice.append(f"{name}() takes keyword-only {pname!r} through **kwargs; "
+                              f"declare it: *, {pname}")
+            elif got is not None and got.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                advice.append(f"{name}() accepts {pname!r} positionally; the protocol makes "
+                              "it keyword-only (add * before it)")
+    return advice
 
 
 def _check_store(obj: object, origin: str) -> TaskStore:
@@ -159,8 +196,17 @@ def enter_store(
     else:
         store_obj = produced
     store = _check_store(store_obj, origin)
-    stack.callback(store.close)
+    stack.callback(_close_blamed, store)
     return store
+
+
+def _close_blamed(store: TaskStore) -> None:
+    """``store.close()`` at teardown; a failure is evidence against CLOSE-IDEMPOTENT (the
+    tests may have closed it already, and close() must then still succeed), not against
+    whatever the test was checking."""
+    from .blame import blamed  # blame imports the model; keep factory light to import
+
+    blamed(("CLOSE-IDEMPOTENT",), store.close)
 
 
 def enter_opener(

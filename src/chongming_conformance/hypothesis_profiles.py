@@ -19,6 +19,13 @@ machine is not a bug), ``print_blob=True`` (a failure prints the
 lists of full-field snapshots with adversarial text is slow to *generate* on a
 shared 2-core runner, and that says nothing about the store.
 
+None of them shrinks (:data:`FAST_PHASES`): shrinking a failure of a broken
+store took 90-300 s per run, while every failing check already names its clause
+(a blame note) and prints a replayable counterexample (the
+``@reproduce_failure`` blob, or the derandomized seed). A red run therefore
+takes about as long as a green one. ``--chongming-shrink`` (:func:`set_shrink`)
+turns the shrink phase back on when an author wants the *minimal* example.
+
 Precedence, decided once in :func:`active_settings`:
 
 1. ``--hypothesis-profile=NAME`` (or ``settings.load_profile`` in a conftest)
@@ -39,10 +46,13 @@ from hypothesis import core as _hypothesis_core
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "FAST_PHASES",
     "PROFILES",
     "active_settings",
     "load_profile",
     "profile_name",
+    "set_shrink",
+    "shrinking",
 ]
 
 #: Short name -> registered hypothesis profile name.
@@ -54,6 +64,11 @@ PROFILES: dict[str, str] = {
 #: The short name used when nobody chose a profile.
 DEFAULT_PROFILE = "ci"
 
+#: Every phase but shrink (and explain, which needs a shrunk example): the default.
+FAST_PHASES: tuple[Phase, ...] = tuple(p for p in Phase if p not in (Phase.shrink, Phase.explain))
+
+_shrink = False  # set by --chongming-shrink through set_shrink()
+
 _UNCHOSEN = frozenset({"default", "ci"})  # hypothesis' built-ins, loaded without being asked
 
 # Every profile: stores do I/O, so no per-example deadline and no too_slow health
@@ -62,6 +77,7 @@ _BASE = settings(
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
+    phases=FAST_PHASES,
 )
 settings.register_profile(PROFILES["quick"], parent=_BASE, max_examples=10, stateful_step_count=30)
 settings.register_profile(
@@ -77,8 +93,18 @@ settings.register_profile(
     parent=_BASE,
     max_examples=400,
     stateful_step_count=100,
-    phases=tuple(Phase),
 )
+
+
+def set_shrink(enabled: bool) -> None:
+    """Shrink failures to a minimal example (``--chongming-shrink``), or not (the default)."""
+    global _shrink
+    _shrink = enabled
+
+
+def shrinking() -> bool:
+    """Whether kit checks shrink their failures (see :func:`set_shrink`)."""
+    return _shrink
 
 
 def profile_name(name: str) -> str:
@@ -117,15 +143,20 @@ def active_settings() -> settings:
     if current.split("-with-")[0] in _UNCHOSEN:
         active = settings.default
         assert active is not None
+        kit = settings.get_profile(PROFILES[DEFAULT_PROFILE])
+        # --hypothesis-explain asks for the explain phase; keep it (it implies shrinking).
+        explain = "explain" in current and Phase.explain in active.phases
         base = settings(
-            settings.get_profile(PROFILES[DEFAULT_PROFILE]),
+            kit,
             verbosity=active.verbosity,
-            phases=active.phases,
+            phases=active.phases if explain else kit.phases,
         )
     else:
         chosen = settings.default
         assert chosen is not None
         base = chosen
+    if _shrink and Phase.shrink not in base.phases:
+        base = settings(base, phases=(*base.phases, Phase.shrink))
     if base.derandomize and _hypothesis_core.global_force_seed is not None:
         # --hypothesis-seed was given: honour it instead of the derandomized seed.
         return settings(base, derandomize=False)

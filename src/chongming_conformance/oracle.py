@@ -6,7 +6,12 @@ Where the contract allows several answers (ties in ``created_at`` for query,
 claim and prune), the model does not pick one; the ``check_*`` functions
 accept any valid answer, and the state machine then adopts the store's choice.
 
-Every ``check_*`` raises ``AssertionError`` with a message naming the rule.
+Every ``check_*`` raises ``AssertionError`` with a message naming the rule,
+blamed (:mod:`chongming_conformance.blame`) on the one clause the wrong answer
+shows broken when it can tell: a returned task that fails only the tag filter
+is QUERY-TAG-EXACT, a released command missing from a claim is
+RELEASE-NOT-COMPLETE. A check that cannot tell leaves the failure unblamed,
+and the report then marks the clauses it covers NOT VERIFIED, not FAIL.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from .blame import blame
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
 __all__ = [
@@ -22,8 +28,11 @@ __all__ = [
     "check_claim",
     "check_prune",
     "check_query",
+    "claim_culprits",
     "expected_counts",
+    "history_culprits",
     "matches",
+    "query_culprits",
 ]
 
 
@@ -89,11 +98,122 @@ def check_query(
 ) -> None:
     """Is ``result`` a valid answer to ``q`` over ``tasks``? Ties in created_at: any order."""
     query = TaskQuery() if q is None else q
-    hits = [t for t in tasks if matches(t, query)]
+    stored = list(tasks)
+    hits = [t for t in stored if matches(t, query)]
     count = len(hits) if query.limit is None else min(query.limit, len(hits))
-    _ordered_prefix_ok(
-        list(result), hits, descending=query.newest_first, count=count, what=f"query({q!r})"
-    )
+    try:
+        _ordered_prefix_ok(
+            list(result), hits, descending=query.newest_first, count=count, what=f"query({q!r})"
+        )
+    except AssertionError as exc:
+        blame(exc, query_culprits(list(result), stored, query))
+        raise
+
+
+#: The clause each single filter of a TaskQuery is about.
+_FILTER_CLAUSES: dict[str, str] = {
+    "statuses": "QUERY-STATUSES",
+    "name": "QUERY-NAME-EXACT",
+    "name_prefix": "QUERY-NAME-PREFIX-LITERAL",
+    "tag": "QUERY-TAG-EXACT",
+    "buckets": "QUERY-BUCKETS",
+    "pipeline_run_id": "QUERY-PIPELINE",
+}
+_TIME_FIELDS = frozenset({"created_at", "updated_at", "heartbeat_at", "lease_until"})
+
+
+def _filter_clauses(task: TaskSnapshot, q: TaskQuery, *, failing: bool) -> set[str]:
+    """The clauses of the filters of ``q`` that ``task`` fails (or that are set at all)."""
+    out = set()
+    for name, cid in _FILTER_CLAUSES.items():
+        value = getattr(q, name)
+        if value is None:
+            continue
+        if failing and matches(task, TaskQuery(**{name: value})):
+            continue
+        empty_set = name in ("statuses", "buckets") and not value
+        out.add("QUERY-EMPTY-SET-MATCHES-NOTHING" if empty_set else cid)
+    return out
+
+
+def _wall(t: datetime) -> datetime:
+    return t.replace(tzinfo=None)
+
+
+def query_culprits(
+    result: Sequence[TaskSnapshot], stored: Sequence[TaskSnapshot], q: TaskQuery
+) -> tuple[str, ...]:
+    """The clause(s) a wrong query answer shows broken; ``()`` when it cannot tell."""
+    by_id = {t.task_id: t for t in stored}
+    hits = [t for t in stored if matches(t, q)]
+    extras = [t for t in result if t.task_id in by_id and not matches(by_id[t.task_id], q)]
+    if extras:
+        culprits = set()
+        for t in extras:
+            failed = _filter_clauses(by_id[t.task_id], q, failing=True)
+            culprits |= failed if len(failed) == 1 else {"QUERY-FILTERS-COMBINE"}
+        return tuple(sorted(culprits))
+    for got in result:
+        want = by_id.get(got.task_id)
+        if want is not None and got != want:
+            differ = {f for f in want.__dataclass_fields__ if getattr(got, f) != getattr(want, f)}
+            return ("TIME-UTC-ROUNDTRIP",) if differ <= _TIME_FIELDS else (
+                "SNAPSHOT-FULL-ROUNDTRIP",
+            )
+    if q.limit is not None and len(result) > q.limit:
+        return ("QUERY-LIMIT",)
+    returned = {t.task_id for t in result}
+    missing = [t for t in hits if t.task_id not in returned]
+    count = len(hits) if q.limit is None else min(q.limit, len(hits))
+    if missing and len(result) < count:
+        instants = [instant(t.created_at) for t in hits]
+        if any(instants.count(instant(t.created_at)) > 1 for t in missing):
+            return ("QUERY-TIES-COMPLETE",)
+        set_filters = _filter_clauses(missing[0], q, failing=False)
+        if not set_filters:
+            return ("QUERY-ALL",)
+        return tuple(sorted(set_filters)) if len(set_filters) == 1 else ()
+    if q.limit is None and len(result) > len(hits):
+        return ()
+    descending = q.newest_first
+    keys = [instant(t.created_at) for t in result]
+    right = sorted(keys, reverse=descending)
+    wrong_way = sorted(keys, reverse=not descending)
+    walls = [_wall(t.created_at) for t in result]
+    if keys != right and walls == sorted(walls, reverse=descending):
+        return ("TIME-INSTANT-ORDER",)
+    if keys != right and keys == wrong_way:
+        return ("QUERY-ORDER-CREATED",)
+    if keys != right:
+        return ("QUERY-ORDER-CREATED",)
+    # Ordered, but not the right prefix under a limit.
+    by_wall = sorted(hits, key=lambda t: _wall(t.created_at), reverse=descending)[: len(result)]
+    if sorted(_wall(t.created_at) for t in by_wall) == sorted(walls):
+        return ("TIME-INSTANT-ORDER",)
+    return ("QUERY-ORDER-CREATED",)
+
+
+def history_culprits(
+    expected: Sequence[Transition], got: Sequence[Transition], *, since: int, pruned: bool
+) -> tuple[str, ...]:
+    """The clause a wrong ``history(task_id, since_version=since)`` answer shows broken."""
+    if not expected and got and pruned:
+        return ("PRUNE-HISTORY",)
+    keys = [(t.task_id, t.version) for t in got]
+    want = [(t.task_id, t.version) for t in expected]
+    if len(set(keys)) < len(keys):
+        return ("APPEND-IDEMPOTENT",)
+    if sorted(keys) == sorted(want):
+        if keys != want:
+            return ("HISTORY-ORDERED",)
+        return ("TRANSITION-ROUNDTRIP",)
+    task_ids = {t.task_id for t in expected} | ({expected[0].task_id} if expected else set())
+    if task_ids and any(t.task_id not in task_ids for t in got):
+        return ("HISTORY-PER-TASK",)
+    if set(want) <= set(keys) and all(t.version <= since for t in got if (t.task_id, t.version)
+                                      not in set(want)):
+        return ("HISTORY-SINCE",)
+    return ()
 
 
 def expected_counts(tasks: Iterable[TaskSnapshot]) -> dict[TaskStatus, int]:
@@ -120,8 +240,30 @@ def check_claim(
     now: datetime,
     lease_seconds: float,
     limit: int,
+    last_ops: Mapping[str, str] | None = None,
 ) -> None:
-    """Valid claim: the ``limit`` oldest claimable commands (any among ties), each leased."""
+    """Valid claim: the ``limit`` oldest claimable commands (any among ties), each leased.
+
+    ``last_ops`` (command id -> the last call that changed it: submit, claim,
+    complete, release) lets a failure be blamed on the call that left the command
+    in the wrong state.
+    """
+    known = list(commands)
+    try:
+        _claim_ok(result, known, now=now, lease_seconds=lease_seconds, limit=limit)
+    except AssertionError as exc:
+        blame(exc, claim_culprits(result, known, now=now, limit=limit, last_ops=last_ops or {}))
+        raise
+
+
+def _claim_ok(
+    result: Sequence[Command],
+    commands: Sequence[Command],
+    *,
+    now: datetime,
+    lease_seconds: float,
+    limit: int,
+) -> None:
     free = claimable(commands, now)
     count = min(max(limit, 0), len(free))
     what = f"claim_commands(now={now.isoformat()}, lease_seconds={lease_seconds}, limit={limit})"
@@ -151,6 +293,72 @@ def check_claim(
     )
 
 
+#: Which clause a command wrongly *missing* from a claim breaks, by the last call on it.
+_MISSING_AFTER = {"submit": "SUBMIT-THEN-CLAIM", "release": "RELEASE-NOT-COMPLETE"}
+
+
+def claim_culprits(
+    result: Sequence[Command],
+    commands: Sequence[Command],
+    *,
+    now: datetime,
+    limit: int,
+    last_ops: Mapping[str, str],
+) -> tuple[str, ...]:
+    """The clause(s) a wrong claim answer shows broken; ``()`` when it cannot tell."""
+    free = claimable(commands, now)
+    free_ids = {c.command_id for c in free}
+    by_id = {c.command_id: c for c in commands}
+    if len(result) > max(limit, 0):
+        return ("CLAIM-LIMIT",)
+    wrong = [c for c in result if c.command_id in by_id and c.command_id not in free_ids]
+    if wrong:
+        out = set()
+        for c in wrong:
+            held = by_id[c.command_id]
+            if held.finished_at is None:
+                out.add("CLAIM-LEASE-EXCLUSIVE")  # unfinished, so still leased
+            elif last_ops.get(c.command_id) == "release":
+                out.add("RELEASE-FINISHED-NOOP")
+            else:
+                out.add("COMPLETE-NEVER-RECLAIMED")
+        return tuple(sorted(out))
+    for got in result:
+        want = by_id.get(got.command_id)
+        if want is not None and replace(got, lease_until=None) != replace(
+            want, lease_until=None
+        ):
+            return ("COMMAND-ROUNDTRIP",)
+        if want is not None and got.lease_until is None:
+            return ("SUBMIT-THEN-CLAIM",)
+    returned = {c.command_id for c in result}
+    count = min(max(limit, 0), len(free))
+    missing = [c for c in free if c.command_id not in returned]
+    if len(result) < count and missing:
+        out = set()
+        for c in missing:
+            if c.lease_until is not None and c.lease_until == now:
+                out.add("CLAIM-LEASE-BOUNDARY")
+            elif c.lease_until is not None:
+                out.add("CLAIM-EXPIRED-RECLAIM")
+            else:
+                op = last_ops.get(c.command_id)
+                if op in _MISSING_AFTER:
+                    out.add(_MISSING_AFTER[op])
+        return tuple(sorted(out)) if len(out) == 1 else ()
+    # A substitution: the right number, but an older claimable command was passed over.
+    if result:
+        newest = max(instant(c.created_at) for c in result)
+        passed_over = [c for c in missing if instant(c.created_at) < newest]
+        if passed_over and all(last_ops.get(c.command_id) == "release" for c in passed_over):
+            return ("RELEASE-NOT-COMPLETE",)
+    walls = sorted(_wall(c.created_at) for c in result)
+    by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
+    if walls == by_wall:
+        return ("TIME-INSTANT-ORDER",)
+    return ("CLAIM-ORDER",)
+
+
 def check_prune(
     dropped: Iterable[str], returned: int, tasks: Mapping[str, TaskSnapshot], keep_terminal: int
 ) -> None:
@@ -160,7 +368,26 @@ def check_prune(
     count = max(len(terminal) - max(keep_terminal, 0), 0)
     what = f"prune(keep_terminal={keep_terminal})"
     alive = sorted(i for i in gone if i in tasks and not tasks[i].status.is_terminal)
-    assert not alive, f"{what}: dropped non-terminal task(s) {alive!r}"
+    try:
+        assert not alive, f"{what}: dropped non-terminal task(s) {alive!r}"
+    except AssertionError as exc:
+        blame(exc, ("PRUNE-TERMINAL-ONLY",))
+        raise
+    try:
+        _prune_count_ok(gone, returned, tasks, terminal, count, what)
+    except AssertionError as exc:
+        blame(exc, ("PRUNE-OLDEST-FIRST",))
+        raise
+
+
+def _prune_count_ok(
+    gone: set[str],
+    returned: int,
+    tasks: Mapping[str, TaskSnapshot],
+    terminal: Sequence[TaskSnapshot],
+    count: int,
+    what: str,
+) -> None:
     assert len(gone) == count, (
         f"{what}: dropped {len(gone)} task(s) {sorted(gone)!r}, expected {count}"
     )
@@ -181,6 +408,9 @@ class Model:
     tasks: dict[str, TaskSnapshot] = field(default_factory=dict)
     history: dict[tuple[str, int], Transition] = field(default_factory=dict)
     commands: dict[str, Command] = field(default_factory=dict)
+    #: command id -> the last call that changed it (submit, claim, complete, release):
+    #: what a wrong claim is blamed on.
+    last_ops: dict[str, str] = field(default_factory=dict)
 
     def create(self, snapshot: TaskSnapshot) -> bool:
         """True if created; False means the store must raise StoreError and change nothing."""
@@ -246,24 +476,30 @@ class Model:
         if command.command_id in self.commands:
             return False
         self.commands[command.command_id] = command
+        self.last_ops[command.command_id] = "submit"
         return True
 
     def adopt_claim(self, claimed: Iterable[Command]) -> None:
         """Record the store's (already validated) claim."""
         for command in claimed:
             self.commands[command.command_id] = command
+            self.last_ops[command.command_id] = "claim"
 
     def complete(self, command_id: str, now: datetime, outcome: str | None) -> None:
         """Finish an unfinished command; unknown or finished: nothing."""
         command = self.commands.get(command_id)
         if command is not None and command.finished_at is None:
             self.commands[command_id] = replace(command, finished_at=now, outcome=outcome)
+        if command is not None:
+            self.last_ops[command_id] = "complete"
 
     def release(self, command_id: str) -> None:
         """Clear the lease of an unfinished command; unknown or finished: nothing."""
         command = self.commands.get(command_id)
         if command is not None and command.finished_at is None:
             self.commands[command_id] = replace(command, lease_until=None)
+        if command is not None:
+            self.last_ops[command_id] = "release"
 
     def adopt_prune(self, dropped: Iterable[str]) -> None:
         """Drop the (already validated) tasks with their history and commands."""

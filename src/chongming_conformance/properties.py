@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 from . import strategies as cst
 from .assertions import QUERY_CLAUSES
-from .blame import same_snapshot
+from .blame import blame, blamed, same_snapshot
 from .clauses import checks
 from .codec import (
     command_to_row,
@@ -55,7 +55,14 @@ from .codec import (
 from .errors import ConcurrencyConflict
 from .hypothesis_profiles import active_settings
 from .model import Command, TaskQuery, TaskSnapshot, TaskStatus, Transition
-from .oracle import Model, check_claim, check_prune, check_query, expected_counts
+from .oracle import (
+    Model,
+    check_claim,
+    check_prune,
+    check_query,
+    expected_counts,
+    history_culprits,
+)
 from .protocol import TaskStore
 from .seam import StoreSeam
 
@@ -99,6 +106,29 @@ def _conflict(call: Callable[[], object], what: str) -> ConcurrencyConflict:
 
 def _same(expected: object, actual: object, what: str) -> None:
     assert actual == expected, f"{what}:\n  expected {expected!r}\n  got      {actual!r}"
+
+
+#: A refused save that was not refused: no version check, or a hidden retry.
+_CONFLICT = ("SAVE-CONFLICT-RAISES", "SAVE-NO-AUTO-RETRY")
+
+
+def _save_clause(version: int, expect: int) -> str:
+    """The clause a refused *valid* save breaks: a skip past expect + 1 is its own clause."""
+    return "SAVE-VERSION-SKIP" if version != expect + 1 else "SAVE-CAS"
+
+
+def _same_history(store: TaskStore, model: Model, task_id: str, since: int) -> None:
+    """history(task_id, since) equals the model's, blamed on the clause a difference breaks."""
+    want = model.history_of(task_id, since)
+    got = blamed(
+        ("HISTORY-UNKNOWN-EMPTY",) if not want else (),
+        lambda: list(store.history(task_id, since_version=since)),
+    )
+    try:
+        _same(want, got, f"history({task_id!r}, since_version={since})")
+    except AssertionError as exc:
+        blame(exc, history_culprits(want, got, since=since, pruned=False))
+        raise
 
 
 class CodecProperties:
@@ -181,9 +211,15 @@ class StoreProperties(StoreSeam):
         def prop(first: TaskSnapshot, second: TaskSnapshot) -> None:
             second = replace(second, task_id=first.task_id)
             with self.opened_store() as store:
-                store.create(first)
-                _same(first, store.get(first.task_id), "get() after create()")
-                store.save(second, expect_version=first.status_version)
+                blamed(("CREATE-THEN-GET",), lambda: store.create(first))
+                same_snapshot(
+                    first, store.get(first.task_id), "get() after create()",
+                    clause="CREATE-THEN-GET",
+                )
+                blamed(
+                    (_save_clause(second.status_version, first.status_version),),
+                    lambda: store.save(second, expect_version=first.status_version),
+                )
                 expected = replace(
                     second, lease_owner=first.lease_owner, lease_until=first.lease_until
                 )
@@ -192,6 +228,7 @@ class StoreProperties(StoreSeam):
                     store.get(first.task_id),
                     "get() after save() (lease kept)",
                     lease_clause="SAVE-KEEPS-LEASE",
+                    clause="SAVE-CAS",
                 )
 
         self.run_property(prop, first=_ANY_SNAPSHOT, second=_ANY_SNAPSHOT)
@@ -218,19 +255,13 @@ class StoreProperties(StoreSeam):
             model = Model()
             with self.opened_store() as store:
                 for row in [*rows, *replays[: data.draw(st.integers(0, len(rows)))]]:
-                    store.append(row)
+                    blamed(("APPEND-IDEMPOTENT",), functools.partial(store.append, row))
                     model.append(row)
                 for task_id in ids:
                     for since in {0, *(v for (t, v) in model.history if t == task_id)}:
-                        _same(
-                            model.history_of(task_id, since),
-                            list(store.history(task_id, since_version=since)),
-                            f"history({task_id!r}, since_version={since})",
-                        )
-                    _same(model.history_of(task_id), list(store.history(task_id)),
-                          f"history({task_id!r})")
+                        _same_history(store, model, task_id, since)
                 unknown = "".join(ids) + "-never-appended"
-                _same([], list(store.history(unknown)), "history() of an unknown task")
+                _same_history(store, model, unknown, 0)
 
         self.run_property(
             prop, ids=st.lists(cst.task_ids(), min_size=1, max_size=3, unique=True),
@@ -263,7 +294,7 @@ class StoreProperties(StoreSeam):
                     )
                     check_claim(
                         claimed, model.commands.values(), now=now, lease_seconds=lease,
-                        limit=limit,
+                        limit=limit, last_ops=model.last_ops,
                     )
                     model.adopt_claim(claimed)
 
@@ -289,11 +320,12 @@ class StoreProperties(StoreSeam):
 
             with self.opened_store() as store:
                 first = at_version(path[0])
-                _conflict(
+                missing = ("SAVE-MISSING-RAISES",)
+                blamed(missing, lambda: _conflict(
                     lambda: store.save(first, expect_version=path[0]), "save() of a missing task"
-                )
-                assert store.get("skip") is None, "a save() of a missing task created it"
-                store.create(first)
+                ))
+                blamed(missing, lambda: _same(None, store.get("skip"), "get() after it"))
+                blamed(("CREATE-THEN-GET",), lambda: store.create(first))
                 stored = first
                 for version in path[1:]:
                     new = at_version(version)
@@ -301,13 +333,24 @@ class StoreProperties(StoreSeam):
                     wrong = {held - 1, held + 1, version, data.draw(cst.versions(), label="other")}
                     for expect in sorted(w for w in wrong if w != held and 0 <= w <= cst.INT64_MAX):
                         what = f"save(v{version}, expect_version={expect}) over v{held}"
-                        _conflict(functools.partial(store.save, new, expect_version=expect), what)
-                        _same(stored, store.get("skip"), f"get() after refused {what}")
-                    store.save(new, expect_version=held)
+                        blamed(_CONFLICT, functools.partial(
+                            _conflict, functools.partial(store.save, new, expect_version=expect),
+                            what,
+                        ))
+                        blamed(_CONFLICT, functools.partial(
+                            _same, stored, store.get("skip"), f"get() after refused {what}"
+                        ))
+                    blamed(
+                        (_save_clause(version, held),),
+                        functools.partial(store.save, new, expect_version=held),
+                    )
                     stored = replace(
                         new, lease_owner=stored.lease_owner, lease_until=stored.lease_until
                     )
-                    _same(stored, store.get("skip"), f"get() after save v{held} -> v{version}")
+                    same_snapshot(
+                        stored, store.get("skip"), f"get() after save v{held} -> v{version}",
+                        clause="SAVE-CAS",
+                    )
 
         self.run_property(prop, path=cst.version_paths(), base=_ANY_SNAPSHOT, data=st.data())
 
@@ -340,7 +383,10 @@ class StoreProperties(StoreSeam):
                             task_id=task_id,
                             status_version=min(held + gap, cst.INT64_MAX),
                         )
-                        store.save(new, expect_version=held)
+                        blamed(
+                            (_save_clause(new.status_version, held),),
+                            functools.partial(store.save, new, expect_version=held),
+                        )
                         model.save(new, held)
                     else:
                         progress = data.draw(_MAYBE_PROGRESS, label="progress")
@@ -348,12 +394,16 @@ class StoreProperties(StoreSeam):
                         owner = data.draw(_MAYBE_TEXT, label="lease_owner")
                         until = data.draw(_MAYBE_TIME, label="lease_until")
                         target = task_id if kind == "touch" else task_id + "-missing"
-                        store.touch(
-                            target,
-                            progress=progress,
-                            heartbeat_at=beat,
-                            lease_owner=owner,
-                            lease_until=until,
+                        blamed(
+                            ("TOUCH-MISSING-IGNORED",) if kind != "touch" else (),
+                            functools.partial(
+                                store.touch,
+                                target,
+                                progress=progress,
+                                heartbeat_at=beat,
+                                lease_owner=owner,
+                                lease_until=until,
+                            ),
                         )
                         model.touch(
                             target,
@@ -362,9 +412,10 @@ class StoreProperties(StoreSeam):
                             lease_owner=owner,
                             lease_until=until,
                         )
-                        assert store.get(task_id + "-missing") is None, (
-                            "touch() of a missing task created it"
-                        )
+                        blamed(("TOUCH-MISSING-IGNORED",), functools.partial(
+                            _same, None, store.get(task_id + "-missing"),
+                            "get() after touch() of a missing task",
+                        ))
                     same_snapshot(
                         model.tasks[task_id],
                         store.get(task_id),
@@ -409,7 +460,15 @@ class StoreProperties(StoreSeam):
                                   status_version=min(held + 1, cst.INT64_MAX))
                     store.save(new, expect_version=held)
                     model.save(new, held)
-                _same(expected_counts(model.tasks.values()), dict(store.counts()), "counts()")
+                want, got = expected_counts(model.tasks.values()), dict(store.counts())
+                # Only statuses with no task missing: COUNTS-ALL-KEYS; a wrong number: PER-STATUS.
+                only_zeros = all(want[k] == 0 for k in set(want) - set(got)) and all(
+                    got[k] == want.get(k) for k in got
+                )
+                blamed(
+                    ("COUNTS-ALL-KEYS" if only_zeros else "COUNTS-PER-STATUS",),
+                    functools.partial(_same, want, got, "counts()"),
+                )
 
         self.run_property(
             prop,
@@ -440,8 +499,10 @@ class StoreProperties(StoreSeam):
                 for task in tasks:
                     _same(model.tasks.get(task.task_id), store.get(task.task_id),
                           f"get({task.task_id!r}) after prune")
-                    _same(model.history_of(task.task_id), list(store.history(task.task_id)),
-                          f"history({task.task_id!r}) after prune")
+                    blamed(("PRUNE-HISTORY",), functools.partial(
+                        _same, model.history_of(task.task_id), list(store.history(task.task_id)),
+                        f"history({task.task_id!r}) after prune",
+                    ))
 
         self.run_property(
             prop,

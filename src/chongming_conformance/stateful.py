@@ -55,7 +55,7 @@ from hypothesis.stateful import (
 from . import strategies as cst
 from .assertions import QUERY_CLAUSES
 from .assertions import expect_raises as _raises
-from .blame import blame, same_snapshot
+from .blame import blame, blamed, same_snapshot
 from .clauses import checks
 from .errors import ConcurrencyConflict, StoreError
 from .hypothesis_profiles import active_settings
@@ -68,7 +68,7 @@ from .model import (
     TaskStatus,
     Transition,
 )
-from .oracle import Model, check_claim, check_prune, check_query, expected_counts
+from .oracle import Model, check_claim, check_prune, check_query, expected_counts, history_culprits
 from .protocol import TaskStore
 from .seam import StoreSeam
 
@@ -207,6 +207,8 @@ class StoreStateMachine(RuleBasedStateMachine):
             type(self).seam.close_stack(self._stack)
             raise
         self.model = Model()
+        #: Every task id ever created (a pruned task's history must be gone too).
+        self.created: set[str] = set()
         self.clock_us = 0
         self.steps = 0
         self.closed = False
@@ -239,11 +241,20 @@ class StoreStateMachine(RuleBasedStateMachine):
     def create(self, snapshot: TaskSnapshot) -> str:
         before = self.model.tasks.get(snapshot.task_id)
         if self.model.create(snapshot):
-            self.store.create(snapshot)
-            _same(snapshot, self.store.get(snapshot.task_id), "get() after create()")
+            self.created.add(snapshot.task_id)
+            blamed(("CREATE-THEN-GET",), lambda: self.store.create(snapshot))
+            same_snapshot(
+                snapshot, self.store.get(snapshot.task_id), "get() after create()",
+                clause="CREATE-THEN-GET",
+            )
         else:
-            _raises(StoreError, lambda: self.store.create(snapshot), "create() of an existing id")
-            _same(before, self.store.get(snapshot.task_id), "get() after a refused create()")
+            dup = ("CREATE-DUPLICATE-RAISES",)
+            blamed(dup, lambda: _raises(
+                StoreError, lambda: self.store.create(snapshot), "create() of an existing id"
+            ))
+            blamed(dup, lambda: _same(
+                before, self.store.get(snapshot.task_id), "get() after a refused create()"
+            ))
         return snapshot.task_id
 
     @precondition(lambda self: not self.closed)
@@ -279,28 +290,38 @@ class StoreStateMachine(RuleBasedStateMachine):
         base = replace(data.draw(cst.snapshots(full=full), label="snapshot"), task_id=task_id)
         if held is None:  # pruned: the task is gone
             new = replace(base, status=status)
-            _raises(
+            missing = ("SAVE-MISSING-RAISES",)
+            blamed(missing, lambda: _raises(
                 ConcurrencyConflict,
                 lambda: self.store.save(new, expect_version=new.status_version),
                 f"save() of missing task {task_id!r}",
-            )
-            assert self.store.get(task_id) is None, "a save() of a missing task created it"
+            ))
+            blamed(missing, lambda: _same(None, self.store.get(task_id), "get() after it"))
             return
         expect = held + delta if held + delta >= 0 else held + 1
         new = replace(base, status=status, status_version=held + gap, lease_owner=lease_owner)
         before = self.model.tasks[task_id]
         if self.model.save(new, expect):
-            self.store.save(new, expect_version=expect)
+            # A valid save refused: a version skip (gap > 1) is its own clause.
+            refused = "SAVE-VERSION-SKIP" if new.status_version != expect + 1 else "SAVE-CAS"
+            blamed((refused,), lambda: self.store.save(new, expect_version=expect))
             same_snapshot(
                 self.model.tasks[task_id],
                 self.store.get(task_id),
                 "get() after save()",
                 lease_clause="SAVE-KEEPS-LEASE",
+                clause="SAVE-CAS",
             )
         else:
             what = f"save(expect_version={expect}) over stored v{held}"
-            _raises(ConcurrencyConflict, lambda: self.store.save(new, expect_version=expect), what)
-            _same(before, self.store.get(task_id), f"get() after refused {what}")
+            # Nothing raised: no version check at all, or a hidden re-read-and-retry.
+            conflict = ("SAVE-CONFLICT-RAISES", "SAVE-NO-AUTO-RETRY")
+            blamed(conflict, lambda: _raises(
+                ConcurrencyConflict, lambda: self.store.save(new, expect_version=expect), what
+            ))
+            blamed(conflict, lambda: _same(
+                before, self.store.get(task_id), f"get() after refused {what}"
+            ))
 
     @precondition(lambda self: not self.closed)
     @rule(task_id=tasks | _IDS)
@@ -340,11 +361,17 @@ class StoreStateMachine(RuleBasedStateMachine):
         "PRUNE-HISTORY",
     )
     def history(self, task_id: str, since: int) -> None:
-        _same(
-            self.model.history_of(task_id, since),
-            list(self.store.history(task_id, since_version=since)),
-            f"history({task_id!r}, since_version={since})",
+        want = self.model.history_of(task_id, since)
+        got = blamed(
+            ("HISTORY-UNKNOWN-EMPTY",) if not want else (),
+            lambda: list(self.store.history(task_id, since_version=since)),
         )
+        try:
+            _same(want, got, f"history({task_id!r}, since_version={since})")
+        except AssertionError as exc:
+            pruned = task_id not in self.model.tasks and task_id in self.created
+            blame(exc, history_culprits(want, got, since=since, pruned=pruned))
+            raise
 
     # -- touch -----------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
@@ -373,8 +400,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         zone: tzinfo,
     ) -> None:
         until = None if until_us is None else self.now(zone) + timedelta(microseconds=until_us)
-        self.store.touch(
-            task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
+        blamed(
+            ("TOUCH-MISSING-IGNORED",) if task_id not in self.model.tasks else (),
+            lambda: self.store.touch(
+                task_id, progress=progress, heartbeat_at=beat, lease_owner=owner,
+                lease_until=until,
+            ),
         )
         self.model.touch(
             task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
@@ -440,7 +471,12 @@ class StoreStateMachine(RuleBasedStateMachine):
         now = self.now(zone)
         claimed = list(self.store.claim_commands(now=now, lease_seconds=lease, limit=limit))
         check_claim(
-            claimed, self.model.commands.values(), now=now, lease_seconds=lease, limit=limit
+            claimed,
+            self.model.commands.values(),
+            now=now,
+            lease_seconds=lease,
+            limit=limit,
+            last_ops=self.model.last_ops,
         )
         self.model.adopt_claim(claimed)
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from broken_stores import Base
+
 from chongming_conformance import (
     Command,
     ConcurrencyConflict,
@@ -23,7 +25,7 @@ from chongming_conformance import (
 from reference_stores.memory import InMemoryTaskStore, _matches
 
 
-class SaveRequiresNextVersion(InMemoryTaskStore):
+class SaveRequiresNextVersion(Base):
     """Accepts a save only when the new version is exactly stored + 1 (forbids skips)."""
 
     def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
@@ -33,7 +35,7 @@ class SaveRequiresNextVersion(InMemoryTaskStore):
         super().save(snapshot, expect_version=expect_version)
 
 
-class TouchBumpsVersion(InMemoryTaskStore):
+class TouchBumpsVersion(Base):
     """touch() increments status_version, as if it were a save."""
 
     def touch(
@@ -58,7 +60,7 @@ class TouchBumpsVersion(InMemoryTaskStore):
                 self._tasks[task_id] = replace(current, status_version=current.status_version + 1)
 
 
-class SaveClobbersLease(InMemoryTaskStore):
+class SaveClobbersLease(Base):
     """save() writes the whole snapshot, lease columns included."""
 
     def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
@@ -79,7 +81,7 @@ def _like(pattern: str, text: str) -> bool:
     return (head == "_" or head == text[0]) and _like(rest, text[1:])
 
 
-class _QueryOverride(InMemoryTaskStore):
+class _QueryOverride(Base):
     def _hit(self, task: TaskSnapshot, q: TaskQuery) -> bool:
         raise NotImplementedError
 
@@ -115,7 +117,7 @@ def _wall_clock_as_utc(value: datetime | None) -> datetime | None:
     return None if value is None else value.replace(tzinfo=UTC)
 
 
-class StoresLocalTime(InMemoryTaskStore):
+class StoresLocalTime(Base):
     """Drops the offset: stores the wall-clock time as if it were UTC."""
 
     _FIELDS = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at",
@@ -137,7 +139,7 @@ class StoresLocalTime(InMemoryTaskStore):
         super().append(replace(transition, at=at))
 
 
-class ClaimIgnoresLease(InMemoryTaskStore):
+class ClaimIgnoresLease(Base):
     """claim_commands() takes every unfinished command, leased or not."""
 
     def claim_commands(
@@ -156,14 +158,14 @@ class ClaimIgnoresLease(InMemoryTaskStore):
             return claimed
 
 
-class ReleaseMarksComplete(InMemoryTaskStore):
+class ReleaseMarksComplete(Base):
     """release_command() finishes the command instead of handing it back."""
 
     def release_command(self, command_id: str, *, now: datetime) -> None:
         self.complete_command(command_id, now=now, outcome="released")
 
 
-class PruneDropsNonTerminal(InMemoryTaskStore):
+class PruneDropsNonTerminal(Base):
     """prune() counts every task, not only terminal ones, towards what it drops."""
 
     def prune(self, *, keep_terminal: int) -> int:

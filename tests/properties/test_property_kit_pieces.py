@@ -193,3 +193,20 @@ def test_strategies_compose_in_user_tests() -> None:
 
     authors_test()
     assert len(ran) == 5
+
+
+@pytest.mark.usefixtures("restore_profile")
+def test_no_profile_shrinks_unless_asked() -> None:
+    """A red run must be about as fast as a green one: shrinking is opt-in."""
+    from hypothesis import Phase
+
+    from chongming_conformance import hypothesis_profiles as hp
+
+    for name in hp.PROFILES:
+        assert Phase.shrink not in hp.load_profile(name).phases, name
+        assert Phase.shrink not in hp.active_settings().phases, name
+    try:
+        hp.set_shrink(True)
+        assert Phase.shrink in hp.active_settings().phases
+    finally:
+        hp.set_shrink(False)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..clauses import checks
 from ..errors import StoreError
-from ..factory import protocol_mismatches
+from ..factory import protocol_mismatches, signature_advisories
 from ..model import (
     TaskStatus,
 )
@@ -36,6 +36,12 @@ class LifecycleContract(ContractBase):
         assert not problems, "store differs from the protocol: " + "; ".join(problems)
         for name in PROTOCOL_METHODS:
             assert callable(getattr(target, name)), f"{name} is not callable"
+
+    @checks("PROTOCOL-KEYWORD-ONLY")
+    def test_protocol_keyword_only__markers_declared(self) -> None:
+        target = getattr(self.store, "__chongming_target__", self.store)
+        advice = signature_advisories(target)
+        assert not advice, "looser than the protocol: " + "; ".join(advice)
 
     # ========================================================================================
     # prune

@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if options is None:
         return
     kit, described = resolve_kit(options)
-    load_profile(options.profile)
+    load_profile(options.profile, shrink=options.shrink)
     _config.install(kit)
     ConformanceRun(config, options, kit, described).register()
 

@@ -15,10 +15,16 @@ from collections.abc import Generator, Iterable
 
 import pytest
 
-from ..report import HypothesisInfo, SuiteRecords, TestResult, blamed_among, mask_secrets
+from ..blame import failure_blames
+from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
 
-__all__ = ["Harvest", "hypothesis_info"]
+__all__ = ["BLAMES_PROPERTY", "Harvest", "hypothesis_info"]
+
+#: The ``user_properties`` key carrying a failing phase's blamed clauses. Read from the
+#: exception objects while they exist (every leaf of an ExceptionGroup included) and
+#: kept on the report, so the blames survive pytest-xdist's report serialisation.
+BLAMES_PROPERTY = "chongming-blames"
 
 _SEED = re.compile(r"@seed\((\d+)\)|--hypothesis-seed=(\S+)")
 _REPRO = re.compile(r"@reproduce_failure\([^)]*\)")
@@ -64,6 +70,16 @@ def hypothesis_info(texts: Iterable[str]) -> HypothesisInfo:
     )
 
 
+def _blames(report: pytest.TestReport, text: str) -> tuple[str, ...]:
+    """The clauses a failing phase is blamed on: from the exceptions (kept by makereport),
+    else from the notes in the failure text. Clauses the test does not declare count too:
+    they make the failure a knock-on for the ones it does."""
+    for key, value in report.user_properties:
+        if key == BLAMES_PROPERTY and isinstance(value, list):
+            return tuple(sorted(str(v) for v in value))
+    return tuple(sorted(parse_blames(text)))
+
+
 class Harvest:
     """Hooks that keep every suite test's phase reports, masked, until the run ends."""
 
@@ -78,6 +94,9 @@ class Harvest:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if is_suite_item(item):
+            if report.failed and call.excinfo is not None:
+                ids, _ = failure_blames(call.excinfo.value)
+                report.user_properties.append((BLAMES_PROPERTY, list(ids)))
             if report.failed:
                 text = report.longreprtext
                 masked = mask_secrets(text)
@@ -122,7 +141,7 @@ class Harvest:
                 result.outcome = "failed"
                 where = "" if first.when == "call" else f"[{first.when}] "
                 result.message = where + text[-MESSAGE_LIMIT:]
-                result.blames = blamed_among(text, self.collection.declared.get(nodeid, ()))
+                result.blames = _blames(first, text)
         elif xfailed:
             result.outcome = "xfailed"
             result.message = f"expected failure: {xfailed[0].wasxfail}\n" + (

@@ -72,6 +72,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="Hypothesis profile for the property checks (quick, ci, thorough).",
     )
     group.addoption(
+        "--chongming-shrink",
+        action="store_true",
+        default=False,
+        help="Shrink a property or state-machine failure to a minimal example (slow: minutes "
+        "on a broken store). Off by default: a failure still names its clause and prints a "
+        "replayable @reproduce_failure blob.",
+    )
+    group.addoption(
         "--chongming-stress",
         metavar="PROFILE",
         choices=("quick", "ci", "thorough"),
@@ -126,6 +134,8 @@ class Options:
     reports: tuple[Path, ...]
     gate: str | None
     profile: str | None
+    #: --chongming-shrink: hypothesis shrinks failures to a minimal example.
+    shrink: bool
     #: A ``chongming_conformance.stress.StressProfile`` with the command line's overrides.
     stress_profile: Any
     suite_only: bool
@@ -240,6 +250,7 @@ def read_options(config: pytest.Config) -> Options | None:
         reports=reports,
         gate=config.getoption("chongming_gate"),
         profile=config.getoption("chongming_profile"),
+        shrink=bool(config.getoption("chongming_shrink")),
         stress_profile=_stress_profile(config),
         suite_only=bool(config.getoption("chongming_suite_only")),
         collect_only=bool(config.getoption("collectonly")),
@@ -249,8 +260,13 @@ def read_options(config: pytest.Config) -> Options | None:
     )
 
 
-def load_profile(name: str | None) -> None:
-    """Load the hypothesis profile ``--chongming-profile`` names (usage error if unknown)."""
+def load_profile(name: str | None, *, shrink: bool = False) -> None:
+    """Load the hypothesis profile ``--chongming-profile`` names (usage error if unknown),
+    and switch shrinking on for ``--chongming-shrink``."""
+    if shrink:
+        from ..hypothesis_profiles import set_shrink
+
+        set_shrink(True)
     if not name:
         return
     try:

@@ -3,13 +3,20 @@
 Outcomes, decided per clause from the tests that declare it with ``checks``:
 
 * PASS -- at least one test checking it ran and every one passed.
-* FAIL -- a test checking it failed (or errored in setup/teardown), or a
-  declared deviation's tests all passed (the declaration is stale).
+* FAIL -- a test checking it failed *on it*: the failure's blame note names
+  it, or (no note) the test checks this clause alone; or a declared deviation's
+  tests all passed (the declaration is stale). Never by association.
 * NOT VERIFIED -- no test checking it ran to completion (none exists,
-  deselected, skipped, stopped early); every ``review`` clause (with a note);
+  deselected, skipped, stopped early); a test checking it failed on another
+  clause first (a knock-on) or, checking many clauses, failed without naming
+  one (the note names the test and the clause that did fail); every ``review``
+  clause (with a note);
   every ``cross_process`` clause when no shared store was available.
 * UNSUPPORTED -- the store declared the capability the clause needs absent.
 * DEVIATION -- the store declared a deviation and its tests failed as expected.
+
+Any failing suite test makes the verdict "does not conform", even one no clause
+could be blamed for.
 
 A run is *partial* (its verdict is no conformance claim and no gate passes)
 when the suite was narrowed, deselected, stopped early or not collected at all.
@@ -50,12 +57,32 @@ def _names(tests: Iterable[TestResult]) -> str:
     return ", ".join(t.nodeid.rsplit("::", 1)[-1] for t in tests)
 
 
+def _against(test: TestResult, cid: str, declared: Mapping[str, set[str]]) -> bool:
+    """Is ``test``'s failure evidence that clause ``cid`` is broken?"""
+    if test.blames:
+        return cid in test.blames
+    return declared.get(test.nodeid, {cid}) == {cid}
+
+
+def _not_proven(elsewhere: Sequence[TestResult]) -> str:
+    """Why a clause whose checks failed for other reasons stays unproven (names them)."""
+    parts = []
+    for t in elsewhere:
+        name = t.nodeid.rsplit("::", 1)[-1]
+        if t.blames:
+            parts.append(f"{name} failed on {', '.join(t.blames)} first (a knock-on)")
+        else:
+            parts.append(f"{name} failed without naming a clause")
+    return "not proven: " + "; ".join(parts)
+
+
 def _evaluate_one(
     clause: Clause,
     tests: list[TestResult],
     capabilities: Capabilities,
     unsupported: Mapping[str, str],
     shared_available: bool,
+    declared: Mapping[str, set[str]],
 ) -> ClauseResult:
     cid = clause.id
     if clause.scope is Scope.REVIEW:
@@ -76,9 +103,11 @@ def _evaluate_one(
             "store's module); none was available",
             tests,
         )
-    # A failure blamed on other clauses (a state-machine run stopped by a SAVE-KEEPS-LEASE
-    # bug, say) is no evidence for or against this one: leave it out.
-    elsewhere = [t for t in tests if t.outcome == "failed" and t.blames and cid not in t.blames]
+    # The rule: a failure is evidence against a clause only if it is blamed on it, or
+    # the test checks that clause alone. A failure blamed on other clauses (a knock-on:
+    # the lease test's setup tripping over a touch bug) or blamed on nothing while the
+    # test checks many clauses proves nothing about this one: NOT VERIFIED, with a note.
+    elsewhere = [t for t in tests if t.outcome == "failed" and not _against(t, cid, declared)]
     tests_here = [t for t in tests if t not in elsewhere]
     failed = [t for t in tests_here if t.outcome == "failed"]
     if cid in capabilities.deviations:
@@ -106,12 +135,8 @@ def _evaluate_one(
     if not tests:
         return ClauseResult(clause, NOT_VERIFIED, "no test in this run checks it", tests)
     if not tests_here:
-        return ClauseResult(
-            clause,
-            NOT_VERIFIED,
-            f"its only checks failed on other clauses: {_names(elsewhere)}",
-            tests,
-        )
+        # Its only checks failed for another reason before proving it.
+        return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere), tests)
     if incomplete:
         why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" for t in incomplete)
         return ClauseResult(clause, NOT_VERIFIED, f"not every test checking it ran: {why}", tests)
@@ -127,6 +152,11 @@ def evaluate(
 ) -> list[ClauseResult]:
     """One result per catalogue clause, in catalogue order."""
     unsupported = capabilities.unsupported_clauses()
+    # Every test is listed under each clause it declares: invert that once.
+    declared: dict[str, set[str]] = {}
+    for cid, tests in clause_tests.items():
+        for test in tests:
+            declared.setdefault(test.nodeid, set()).add(cid)
     return [
         _evaluate_one(
             clause,
@@ -134,6 +164,7 @@ def evaluate(
             capabilities,
             unsupported,
             shared_available,
+            declared,
         )
         for cid, clause in CLAUSES.items()
     ]
@@ -175,8 +206,14 @@ def partial_reasons(records: SuiteRecords) -> list[str]:
     return reasons
 
 
-def verdict(results: Sequence[ClauseResult], reasons: Sequence[str]) -> str:
-    """The one-line answer: does the store conform, judged on gated MUST clauses."""
+def verdict(
+    results: Sequence[ClauseResult], reasons: Sequence[str], failed_tests: int = 0
+) -> str:
+    """The one-line answer: does the store conform, judged on gated MUST clauses.
+
+    ``failed_tests`` suite tests failed without any FAIL clause to show for it: even
+    when no clause could be blamed, a failing test means the store does not conform.
+    """
     if reasons:
         return PARTIAL_BANNER
     must = [r for r in results if r.gated and r.clause.level is Level.MUST]
@@ -185,6 +222,11 @@ def verdict(results: Sequence[ClauseResult], reasons: Sequence[str]) -> str:
     deviating = [r for r in results if r.outcome == DEVIATION]
     if failed:
         return f"does not conform: {len(failed)} MUST clause(s) FAIL"
+    if failed_tests:
+        return (
+            f"does not conform: {failed_tests} suite test(s) failed without a FAIL clause "
+            "(see the NOT VERIFIED notes)"
+        )
     if unverified:
         return f"not proven: {len(unverified)} MUST clause(s) NOT VERIFIED, none FAIL"
     if deviating:
@@ -219,6 +261,14 @@ class Assessment:
         return summary_counts(self.results)
 
 
+def _unaccounted_failures(
+    records: SuiteRecords, results: Sequence[ClauseResult]
+) -> list[TestResult]:
+    """Failed suite tests that no FAIL clause reports (knock-ons, unattributed failures)."""
+    shown = {t.nodeid for r in results if r.outcome == FAIL for t in r.failing_tests}
+    return [t for t in records.tests.values() if t.outcome == "failed" and t.nodeid not in shown]
+
+
 def assess(
     records: SuiteRecords,
     capabilities: Capabilities,
@@ -243,5 +293,5 @@ def assess(
         partial_reasons=reasons,
         gate=gate,
         gate_failed=gate_failures(results, gate) if gate else [],
-        verdict=verdict(results, reasons),
+        verdict=verdict(results, reasons, len(_unaccounted_failures(records, results))),
     )

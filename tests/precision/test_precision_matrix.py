@@ -1,0 +1,53 @@
+"""Precision: each broken store, run through the plugin as a third party would, FAILs
+exactly the clauses its one broken promise violates (at most 3), and nothing else.
+
+One subprocess pytest run per store (``matrix.run_case``), at the quick profile, so the
+matrix parallelises under pytest-xdist (``-n 2``). Wall times are recorded in
+docs/benchmarks.md, never asserted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from matrix import Case, cases, run_case
+
+from chongming_conformance.clauses import CLAUSES, Level
+from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS
+
+ALL = cases()
+#: A broken promise may really break a second or third clause; never more.
+MAX_FAILING = 3
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
+def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> None:
+    got = run_case(case, tmp_path)
+    if case.refused:
+        # Not shaped like a TaskStore: refused before any test, naming the difference.
+        assert got.exit_code == pytest.ExitCode.USAGE_ERROR, got.output
+        assert "not a TaskStore" in got.output, got.output
+        return
+    assert got.exit_code == pytest.ExitCode.TESTS_FAILED, got.output[-3000:]
+    assert got.failing == case.fails, (
+        f"FAIL set {sorted(got.failing)}, expected {sorted(case.fails)}:\n{got.output[-3000:]}"
+    )
+    assert 1 <= len(got.failing) <= MAX_FAILING
+    for cid, (outcome, note) in got.clauses.items():
+        if cid in case.fails:
+            continue
+        assert outcome != FAIL, cid
+        if outcome == NOT_VERIFIED:
+            assert note, f"{cid} is NOT VERIFIED without a note saying why"
+    if any(CLAUSES[c].level is Level.MUST for c in case.fails):
+        assert got.verdict.startswith("does not conform"), got.verdict
+
+
+def test_a_correct_store_still_passes_every_contract_clause(tmp_path: Path) -> None:
+    """Control: the unbroken base of the contract stores, same profile, no FAIL at all."""
+    got = run_case(Case("reference_stores.memory:InMemoryTaskStore", frozenset()), tmp_path)
+    assert got.exit_code == pytest.ExitCode.OK, got.output[-3000:]
+    assert got.failing == frozenset()
+    assert {o for o, _ in got.clauses.values()} <= {PASS, NOT_VERIFIED}
+
