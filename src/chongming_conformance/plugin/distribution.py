@@ -7,16 +7,18 @@ receives the workers' test reports. A serial run's report needs more than that
 * every worker puts its collection facts in ``config.workeroutput`` (sent to the
   controller when the worker finishes), and the controller adopts the first
   worker's facts (every worker collects the same items);
-* each suite test carries its clauses in ``user_properties`` (set at collection
-  on the worker, so JUnit XML shows them too);
-* the stress scenarios, which start their own processes, are sent to one worker
-  as an ``xdist_group`` with ``--dist loadgroup`` (the plugin switches xdist's
-  default ``load`` mode to it; other modes are left as the user chose). xdist
-  appends ``@group`` to those node ids; :func:`.itemdata.serial_nodeid` takes it
-  off so a report's node ids are a serial run's.
+* each suite test carries its clauses in ``user_properties`` (see
+  :mod:`.itemdata`; JUnit XML shows them too);
+* the stress scenarios, which start their own processes, all go to one worker,
+  one after the other, as in a serial run: xdist's default ``load`` mode (and
+  ``loadgroup``) is given a scheduler that treats them as one group. (xdist's
+  own ``xdist_group`` mark cannot be used: it renames node ids, and on pytest 9
+  the rename silently does nothing, so the group is lost.) ``loadscope`` and
+  ``loadfile`` keep them together already (one class, one file); ``worksteal``
+  and ``each`` are left as the user chose.
 
-pytest-xdist is optional: every hook here is ``optionalhook`` or plain pytest,
-and without xdist nothing here changes a run.
+pytest-xdist is optional: its hooks here are ``optionalhook`` and it is imported
+only inside them, so without xdist nothing here changes a run.
 """
 
 from __future__ import annotations
@@ -25,14 +27,14 @@ from typing import Any
 
 import pytest
 
-from ..clauses import CLAUSES, Scope
 from .collection import SuiteCollection
-from .itemdata import STRESS_GROUP
+from .itemdata import STRESS_GROUP, is_stress_nodeid
 
-__all__ = ["Distribution", "is_worker", "prefer_loadgroup"]
+__all__ = ["Distribution", "is_worker", "stress_together_scheduler"]
 
 _WORKEROUTPUT_KEY = "chongming_collection"
-_WORKERINPUT_KEY = "chongming_loadgroup"
+#: xdist modes whose scheduler is replaced by :func:`stress_together_scheduler`.
+_GROUPED_MODES = ("load", "loadgroup")
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -40,14 +42,20 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def prefer_loadgroup(config: pytest.Config) -> None:
-    """On the controller, turn xdist's default ``load`` mode into ``loadgroup``.
+def stress_together_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's load scheduling with every stress scenario in one work unit."""
+    from xdist.scheduler import LoadGroupScheduling
 
-    ``loadgroup`` is ``load`` plus honouring ``xdist_group``, so nothing else
-    changes; any other mode the user asked for is kept.
-    """
-    if not is_worker(config) and getattr(config.option, "dist", None) == "load":
-        config.option.dist = "loadgroup"
+    class StressTogetherScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        """``loadgroup``, plus the packaged stress scenarios as one group."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if is_stress_nodeid(nodeid):
+                return STRESS_GROUP
+            scope: str = super()._split_scope(nodeid)
+            return scope
+
+    return StressTogetherScheduling(config, log)
 
 
 class Distribution:
@@ -60,11 +68,10 @@ class Distribution:
 
     # -- controller -------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        """Tell each worker whether the stress tests are grouped (it adds the @group ids)."""
-        node.workerinput[_WORKERINPUT_KEY] = getattr(self.config.option, "dist", None) == (
-            "loadgroup"
-        )
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") not in _GROUPED_MODES:
+            return None
+        return stress_together_scheduler(config, log)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -79,18 +86,6 @@ class Distribution:
         col.deselected = list(facts["deselected"])
 
     # -- worker -----------------------------------------------------------------------
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Group the cross-process tests, before xdist's worker turns groups into node ids."""
-        workerinput = getattr(self.config, "workerinput", None)
-        if workerinput is None or not workerinput.get(_WORKERINPUT_KEY):
-            return
-        self.config.option.loadgroup = True
-        for item in items:
-            cids = self.collection.clauses_of_item(item)
-            if any(CLAUSES[c].scope is Scope.CROSS_PROCESS for c in cids):
-                item.add_marker(pytest.mark.xdist_group(STRESS_GROUP))
-
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Hand the (already filtered) collection facts to the controller."""

@@ -17,7 +17,7 @@ import pytest
 
 from .. import __version__
 from ..clauses import CATALOGUE_VERSION
-from ..hypothesis_profiles import active_profile_name
+from ..hypothesis_profiles import PROFILES, active_profile_name
 from ..report import (
     Assessment,
     RunSettings,
@@ -34,9 +34,10 @@ from ..report import (
 from ..suite._config import KitConfig
 from ..timeouts import mechanism
 from .collection import SuiteCollection
-from .distribution import Distribution, is_worker, prefer_loadgroup
+from .distribution import Distribution, is_worker
 from .harvest import Harvest
 from .options import Options
+from .progress import Progress
 
 __all__ = ["ConformanceRun"]
 
@@ -61,11 +62,15 @@ class ConformanceRun:
     def register(self) -> None:
         """Put the suite in the arguments and register this run's hook objects."""
         self.collection.add_suite_to_args()
-        prefer_loadgroup(self.config)
         manager = self.config.pluginmanager
         manager.register(self.collection, "chongming-conformance-collection")
         manager.register(self.harvest, "chongming-conformance-harvest")
         manager.register(self.distribution, "chongming-conformance-distribution")
+        if not is_worker(self.config):  # a worker's terminal is not shown
+            stress = self.kit.stress_profile if self.kit.shared_factory is not None else None
+            thorough = active_profile_name() == PROFILES["thorough"]
+            manager.register(Progress(self.config, stress, thorough),
+                             "chongming-conformance-progress")
         manager.register(self, "chongming-conformance-run")
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
