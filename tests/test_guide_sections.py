@@ -41,7 +41,7 @@ def test_slug_rule_matches_github_on_known_headings() -> None:
 
 
 def test_guide_sections_table_matches_the_guide_headings() -> None:
-    assert GUIDE_SECTIONS == {n: anchor for n, (anchor, _) in guide_sections().items()}
+    assert {n: anchor for n, (anchor, _) in guide_sections().items()} == GUIDE_SECTIONS
 
 
 def test_every_cited_section_exists_and_names_the_clause() -> None:
