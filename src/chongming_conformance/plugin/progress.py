@@ -6,8 +6,8 @@ one character per finished test, which leaves the terminal still for the whole
 phase. This module announces each such test when it starts and says how long
 it took when it ends, in pytest's own ``write_line`` style::
 
-    chongming: stress 3/6 test_xp_claim_exclusive__... (ci: 4 processes, 20 rounds, 60 s bound)
-    chongming: stress 3/6 passed in 12.4 s
+    chongming: stress 4/7 test_xp_claim_exclusive__claim_race (ci: 4 processes, 30 rounds, 120 s bound)
+    chongming: stress 4/7 passed in 12.4 s
 
 It works on the process that owns the terminal: the serial run, or xdist's
 controller (which receives the workers' ``logstart`` and reports).
