@@ -46,11 +46,16 @@ def verdict_facts(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def junit_key(nodeid: str) -> str:
+    """The ``classname.name`` pytest's JUnit XML gives the test with this node id."""
+    return nodeid.split("@")[0].replace(".py::", ".").replace("::", ".").replace("/", ".")
+
+
 def junit_clauses(path: Path) -> dict[str, list[str]]:
-    """testcase (classname::name) -> the values of its chongming_clause properties."""
+    """testcase ``classname.name`` -> the values of its chongming_clause properties."""
     found: dict[str, list[str]] = {}
     for case in ET.parse(path).getroot().iter("testcase"):
-        key = f"{case.get('classname')}::{case.get('name')}"
+        key = f"{case.get('classname')}.{case.get('name')}"
         found[key] = [
             p.get("value", "") for p in case.iter("property") if p.get("name") == "chongming_clause"
         ]
@@ -89,9 +94,8 @@ def check_same_report(pytester: pytest.Pytester, spec: str, *extra: str) -> dict
             declared.setdefault(t["nodeid"], set()).add(f"{entry['id']} [{entry['level']}]")
     for xml in ("serial.xml", "spread.xml"):
         props = junit_clauses(pytester.path / xml)
-        by_name = {key.rsplit("::", 1)[1].split("@")[0]: vals for key, vals in props.items()}
         for nodeid, want in declared.items():
-            assert set(by_name[nodeid.rsplit("::", 1)[1]]) == want, (xml, nodeid)
+            assert set(props[junit_key(nodeid)]) == want, (xml, nodeid)
     # The stress scenarios all ran on one worker (they start processes of their own).
     stress_workers = {
         m.group(1)
