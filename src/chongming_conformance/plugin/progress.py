@@ -6,7 +6,7 @@ one character per finished test, which leaves the terminal still for the whole
 phase. This module announces each such test when it starts and says how long
 it took when it ends, in pytest's own ``write_line`` style::
 
-    chongming: stress 4/7 test_xp_claim_exclusive__claim_race (ci: 4 processes, 30 rounds, 120 s bound)
+    chongming: stress 4/7 test_xp_claim_exclusive__claim_race (ci: 4 processes, 30 rounds, ...)
     chongming: stress 4/7 passed in 12.4 s
 
 It works on the process that owns the terminal: the serial run, or xdist's
