@@ -1,4 +1,4 @@
-"""JSON-file TaskStore: the third-party template (guide §7). ONE PROCESS ONLY.
+"""JSON-file TaskStore: the third-party template (docs/backend-guide.md §8). ONE PROCESS ONLY.
 
 This is what a backend written outside the kit looks like: it implements the 14
 ``TaskStore`` methods without inheriting or registering anything, and imports
@@ -11,7 +11,7 @@ stress harness uses ``make_shared_store`` to *prove* this, not to bless it.
 To share a store between processes use ``reference_stores.sqlite.SqliteTaskStore``
 (file locks, WAL and ``BEGIN IMMEDIATE`` do the work there).
 
-Two lessons are built in (guide §7):
+Two lessons are built in (docs/backend-guide.md §8):
 
 1. No cache. Every operation re-reads the file, so two instances on one file
    (e.g. a controller and a worker) see each other's writes at once.
@@ -69,7 +69,8 @@ __all__ = ["JsonFileTaskStore", "make_shared_store", "make_store"]
 #: failure through ``make_shared_store`` directly.
 CHONGMING_CAPABILITIES = {
     "unsupported": {
-        "cross_process": "one JSON file without a lock: correct in one process only (guide §7)"
+        "cross_process": "one JSON file without a lock: correct in one process only "
+        "(docs/backend-guide.md §8)"
     }
 }
 

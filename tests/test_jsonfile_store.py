@@ -42,7 +42,7 @@ def store(path: Path) -> Iterator[JsonFileTaskStore]:
 
 
 def test_template_imports_only_model_errors_and_codec() -> None:
-    # Guide §7: a third-party store needs nothing from the kit but these three modules.
+    # The third-party template needs nothing from the kit but these three modules.
     tree = ast.parse(inspect.getsource(jsonfile))
     kit_imports = {
         node.module

@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_PROFILE",
     "FAST_PHASES",
     "PROFILES",
+    "active_profile_name",
     "active_settings",
     "load_profile",
     "profile_name",
@@ -130,6 +131,17 @@ def load_profile(name: str) -> settings:
     full = profile_name(name)
     settings.load_profile(full)
     return settings.get_profile(full)
+
+
+def active_profile_name() -> str:
+    """The registered name of the profile :func:`active_settings` starts from now.
+
+    What a report records as ``run.profile``: the kit's default when nothing
+    chose a profile, else the chosen one (``--hypothesis-verbosity`` and
+    ``--hypothesis-explain`` variants named by the profile they derive from).
+    """
+    current = settings.get_current_profile_name().split("-with-")[0]
+    return PROFILES[DEFAULT_PROFILE] if current in _UNCHOSEN else current
 
 
 def active_settings() -> settings:

@@ -293,7 +293,7 @@ def version_paths(
 ) -> SearchStrategy[list[int]]:
     """Strictly increasing version lists with arbitrary gaps (1, small, or huge).
 
-    Models the write-through buffer of the guide (§2.1): a store may see
+    Models the write-through buffer (docs/backend-guide.md §2, 'Versions skip'): a store may see
     ``2 -> 4`` or ``2 -> 2**40``, never a guarantee of ``+1``.
     """
 

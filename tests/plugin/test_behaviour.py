@@ -280,9 +280,12 @@ def test_narrowed_run_is_partial_everywhere(stores: pytest.Pytester) -> None:
     md = (stores.path / "r.md").read_text(encoding="utf-8")
     assert md.startswith("# Conformance report: `reference_stores.memory:make_store`")
     assert "> **partial — not a conformance claim.**" in md
-    assert "| `PRUNE-HISTORY` | MUST | PASS |" in md
-    assert "| `CREATE-THEN-GET` | MUST | **NOT VERIFIED** | no test in this run checks it |" in md
-    assert "| Clause | Level | Outcome | Failing tests / note |" in md
+    assert "| `PRUNE-HISTORY` | MUST | [§6](docs/backend-guide.md#6-operations) | PASS |" in md
+    assert (
+        "| `CREATE-THEN-GET` | MUST | [§2](docs/backend-guide.md#2-snapshots) | **NOT VERIFIED** "
+        "| no test in this run checks it |"
+    ) in md
+    assert "| Clause | Level | Guide | Outcome | Failing tests / note |" in md
 
 
 def test_hanging_close_fails_the_teardown_and_the_run_goes_on(pytester: pytest.Pytester) -> None:

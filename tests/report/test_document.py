@@ -43,13 +43,16 @@ def document(gate: str | None = "must") -> dict[str, object]:
     )
 
 
-def test_derived_schema_is_v1_plus_the_optional_stress_profile_key() -> None:
+def test_derived_schema_is_v1_plus_the_optional_stress_profile_and_guide_keys() -> None:
     v1 = json.loads(V1.read_text(encoding="utf-8"))
     derived = json.loads(json.dumps(REPORT_SCHEMA))
     run = derived["properties"]["run"]
     # Added within v1, described but not required: documents without it still conform.
     assert run["properties"].pop("stress_profile") == {"type": ["object", "null"]}
     assert "stress_profile" not in run["required"]
+    entry = derived["properties"]["clauses"]["items"]
+    assert entry["properties"].pop("guide") == {"type": "string"}
+    assert "guide" not in entry["required"]
     assert derived == v1
 
 
@@ -92,6 +95,5 @@ def test_renderers_show_the_verdict_and_the_gate() -> None:
     assert render_gate(doc, ["SAVE-CAS"]) == ("chongming gate (must): FAILED (SAVE-CAS)", "red")
     assert render_gate(document(gate=None), []) is None
     markdown = render_markdown(doc)
-    assert "**Verdict:** does not conform" in markdown and "| `SAVE-CAS` | MUST | **FAIL** |" in (
-        markdown
-    )
+    assert "**Verdict:** does not conform" in markdown
+    assert "| `SAVE-CAS` | MUST | [§2](docs/backend-guide.md#2-snapshots) | **FAIL** |" in markdown

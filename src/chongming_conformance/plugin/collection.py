@@ -20,6 +20,7 @@ from ..clauses import CLAUSES, Scope, clauses_of
 from ..report import mask_secrets
 from ..suite import SUITE_DIR, suite_files
 from ..suite._config import KitConfig
+from .itemdata import clause_properties, serial_nodeid
 from .options import SHARED_ATTR, Options
 
 __all__ = ["MESSAGE_LIMIT", "SuiteCollection", "is_suite_item", "under"]
@@ -61,6 +62,11 @@ class SuiteCollection:
         #: Reasons the suite was narrowed by the command line (partial-run reasons).
         self.narrowed: list[str] = []
         self.forced_top: Path | None = None
+
+    @staticmethod
+    def clauses_of_item(item: pytest.Item) -> tuple[str, ...]:
+        """The clauses a suite test declares (``()`` for any other test)."""
+        return _item_clauses(item) if is_suite_item(item) else ()
 
     def _marker(self, cids: tuple[str, ...]) -> pytest.MarkDecorator | None:
         """Skip what a declaration excuses or no shared store allows; xfail declared deviations."""
@@ -175,9 +181,12 @@ class SuiteCollection:
             if not is_suite_item(item):
                 continue
             cids = _item_clauses(item)
-            self.declared[item.nodeid] = cids
+            nodeid = serial_nodeid(item.nodeid)
+            self.declared[nodeid] = cids
+            # Carried to the controller under xdist, and into JUnit XML as properties.
+            item.user_properties.extend(clause_properties(cids))
             if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
-                self.hypothesis_items.add(item.nodeid)
+                self.hypothesis_items.add(nodeid)
             marker = self._marker(cids)
             if marker is not None:
                 item.add_marker(marker)
@@ -185,7 +194,7 @@ class SuiteCollection:
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         for item in items:
             if is_suite_item(item):
-                self.deselected.append(item.nodeid)
+                self.deselected.append(serial_nodeid(item.nodeid))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed and under(Path(str(report.fspath)).resolve(), SUITE_DIR):
@@ -194,6 +203,6 @@ class SuiteCollection:
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        kept = {item.nodeid for item in session.items}
+        kept = {serial_nodeid(item.nodeid) for item in session.items}
         # Items deselected after our modifyitems ran are gone from session.items.
         self.declared = {n: c for n, c in self.declared.items() if n in kept}

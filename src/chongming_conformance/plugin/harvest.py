@@ -18,6 +18,7 @@ import pytest
 from ..blame import failure_blames
 from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
+from .itemdata import serial_nodeid
 
 __all__ = ["BLAMES_PROPERTY", "Harvest", "hypothesis_info"]
 
@@ -106,8 +107,10 @@ class Harvest:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.nodeid in self.collection.declared:
-            self.reports.setdefault(report.nodeid, {})[report.when] = report
+        # Kept whatever the test: under xdist the controller learns which tests are
+        # suite tests only when the workers finish (see .distribution); records()
+        # picks the suite's.
+        self.reports.setdefault(serial_nodeid(report.nodeid), {})[report.when] = report
 
     def records(self) -> SuiteRecords:
         """Every collected suite test as a plain record, with what collection cut."""

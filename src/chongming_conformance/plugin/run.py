@@ -17,6 +17,7 @@ import pytest
 
 from .. import __version__
 from ..clauses import CATALOGUE_VERSION
+from ..hypothesis_profiles import PROFILES, active_profile_name
 from ..report import (
     Assessment,
     RunSettings,
@@ -33,8 +34,10 @@ from ..report import (
 from ..suite._config import KitConfig
 from ..timeouts import mechanism
 from .collection import SuiteCollection
+from .distribution import Distribution, is_worker
 from .harvest import Harvest
 from .options import Options
+from .progress import Progress
 
 __all__ = ["ConformanceRun"]
 
@@ -51,6 +54,7 @@ class ConformanceRun:
         self.started = time.time()
         self.collection = SuiteCollection(config, options, kit)
         self.harvest = Harvest(self.collection, options.deselecting)
+        self.distribution = Distribution(config, self.collection)
         self.assessment: Assessment | None = None
         self.doc: dict[str, Any] | None = None
         self.reports_written: list[Path] = []
@@ -61,6 +65,12 @@ class ConformanceRun:
         manager = self.config.pluginmanager
         manager.register(self.collection, "chongming-conformance-collection")
         manager.register(self.harvest, "chongming-conformance-harvest")
+        manager.register(self.distribution, "chongming-conformance-distribution")
+        if not is_worker(self.config):  # a worker's terminal is not shown
+            stress = self.kit.stress_profile if self.kit.shared_factory is not None else None
+            thorough = active_profile_name() == PROFILES["thorough"]
+            manager.register(Progress(self.config, stress, thorough),
+                             "chongming-conformance-progress")
         manager.register(self, "chongming-conformance-run")
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
@@ -101,7 +111,7 @@ class ConformanceRun:
             finished=time.time(),
             timeout_s=kit.timeout,
             timeout_mechanism=mechanism(),
-            profile=kit.profile,
+            profile=active_profile_name(),
             stress_profile=dataclasses.asdict(stress) if stress is not None and shared else None,
             hypothesis_seed=options.hypothesis_seed,
             pytest_exit_status=int(session.exitstatus),
@@ -126,8 +136,8 @@ class ConformanceRun:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.options.collect_only:
-            return
+        if self.options.collect_only or is_worker(self.config):
+            return  # under xdist the controller assesses and writes the reports
         self.doc = self.build(session)
         for target in self.options.reports:
             target.parent.mkdir(parents=True, exist_ok=True)

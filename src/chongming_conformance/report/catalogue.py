@@ -1,15 +1,23 @@
 """The clause catalogue as a document (``chongming-conformance clauses``): Markdown or JSON.
 
 It lists what a report judges, so it is rendered next to the report's other formats.
+Sections cite the kit's own guide, ``docs/backend-guide.md``, and link to the
+heading that explains each clause.
 """
 
 from __future__ import annotations
 
 import json
 
-from ..clauses import CATALOGUE_VERSION, CLAUSES
+from ..clauses import CATALOGUE_VERSION, CLAUSES, GUIDE, Clause
 
-__all__ = ["render_catalogue"]
+__all__ = ["render_catalogue", "section_link"]
+
+
+def section_link(clause: Clause) -> str:
+    """The clause's sections as Markdown, the first linked to the guide heading explaining it."""
+    first, *rest = clause.section.split()
+    return " ".join([f"[{first}]({clause.guide_link})", *rest])
 
 
 def render_catalogue(fmt: str = "md") -> str:
@@ -22,6 +30,7 @@ def render_catalogue(fmt: str = "md") -> str:
                     "id": c.id,
                     "level": c.level.value,
                     "section": c.section,
+                    "guide": c.guide_link,
                     "scope": c.scope.value,
                     "text": c.text,
                 }
@@ -32,10 +41,14 @@ def render_catalogue(fmt: str = "md") -> str:
     lines = [
         f"# chongming-conformance clause catalogue {CATALOGUE_VERSION}",
         "",
+        f"Sections are those of the kit's backend guide, `{GUIDE}`.",
+        "",
         "| ID | Level | Section | Scope | Requirement |",
         "|---|---|---|---|---|",
     ]
     for c in CLAUSES.values():
         text = c.text.replace("|", "\\|")
-        lines.append(f"| `{c.id}` | {c.level.value} | {c.section} | {c.scope.value} | {text} |")
+        lines.append(
+            f"| `{c.id}` | {c.level.value} | {section_link(c)} | {c.scope.value} | {text} |"
+        )
     return "\n".join(lines)

@@ -123,6 +123,7 @@ class _ClauseEntry:
     id: Annotated[str, Enum(tuple(CLAUSES))]
     level: Annotated[str, Enum(_LEVELS)]
     section: str
+    guide: Annotated[str, OPTIONAL_KEY]
     scope: Annotated[str, Enum(tuple(s.value for s in Scope))]
     text: str
     outcome: Annotated[str, Enum(OUTCOMES)]
@@ -137,6 +138,7 @@ class _ClauseEntry:
             id=c.id,
             level=c.level.value,
             section=c.section,
+            guide=c.guide_link,
             scope=c.scope.value,
             text=c.text,
             outcome=result.outcome,

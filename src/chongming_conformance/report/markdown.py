@@ -15,6 +15,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _guide_cell(entry: Mapping[str, Any]) -> str:
+    """The clause's guide sections, the first linked (reports older than the link: plain)."""
+    first, *rest = entry["section"].split()
+    link = entry.get("guide")
+    return " ".join([f"[{first}]({link})" if link else first, *rest])
+
+
 def render_markdown(doc: Mapping[str, Any]) -> str:
     """A report fit for a pull-request comment (already masked: ``doc`` is)."""
     run, store, env = doc["run"], doc["store"], doc["environment"]
@@ -44,14 +51,19 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     ]
     for lvl, counts in doc["summary"].items():
         lines.append(f"| {lvl} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + " |")
-    lines += ["", "| Clause | Level | Outcome | Failing tests / note |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| Clause | Level | Guide | Outcome | Failing tests / note |",
+        "|---|---|---|---|---|",
+    ]
     for entry in doc["clauses"]:
         failing = failing_test_names(entry)
         detail = ", ".join(f"`{n}`" for n in failing) if failing else (entry["note"] or "")
         outcome = entry["outcome"]
         shown = f"**{outcome}**" if outcome in (FAIL, NOT_VERIFIED) and entry["gated"] else outcome
         lines.append(
-            f"| `{entry['id']}` | {entry['level']} | {shown} | {_cell(detail)} |"
+            f"| `{entry['id']}` | {entry['level']} | {_guide_cell(entry)} | {shown} "
+            f"| {_cell(detail)} |"
         )
     failures = [
         (entry["id"], t) for entry in doc["clauses"] for t in entry["tests"]

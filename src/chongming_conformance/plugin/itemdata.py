@@ -1,0 +1,50 @@
+"""What the controller process can tell about a suite test from its node id and report.
+
+Under pytest-xdist the controller sees only node ids and test reports:
+
+* :func:`is_stress_nodeid` -- the packaged stress scenarios, recognised by
+  their file, so they can be scheduled together and announced
+  (:mod:`.distribution`, :mod:`.progress`);
+* :func:`serial_nodeid` -- xdist's ``xdist_group`` mark appends ``@group`` to a
+  node id on pytest < 9 (a user's own mark on a suite test, say); the report
+  uses the node id a serial run would show;
+* :func:`clause_properties` -- each suite test's clauses as ``user_properties``,
+  which travel with every report to the controller and which pytest's JUnit XML
+  writes as ``<property>`` elements, so CI test views show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..clauses import CLAUSES
+
+__all__ = [
+    "CLAUSE_PROPERTY",
+    "STRESS_GROUP",
+    "clause_properties",
+    "is_stress_nodeid",
+    "serial_nodeid",
+]
+
+#: The scheduling group every packaged stress scenario is put in.
+STRESS_GROUP = "chongming-stress"
+_STRESS_FILE = "suite/test_stress.py::"
+#: ``user_properties`` name of one clause a suite test checks; the value is ``ID [LEVEL]``.
+CLAUSE_PROPERTY = "chongming_clause"
+
+
+def is_stress_nodeid(nodeid: str) -> bool:
+    """Whether the test is one of the packaged suite's stress scenarios."""
+    return _STRESS_FILE in nodeid
+
+
+def serial_nodeid(nodeid: str) -> str:
+    """The node id a serial run gives the test (an xdist ``@group`` suffix removed)."""
+    head, sep, group = nodeid.rpartition("@")
+    return head if sep and "]" not in group and "::" not in group else nodeid
+
+
+def clause_properties(cids: Sequence[str]) -> list[tuple[str, object]]:
+    """One ``(CLAUSE_PROPERTY, "ID [LEVEL]")`` pair per clause, for ``user_properties``."""
+    return [(CLAUSE_PROPERTY, f"{cid} [{CLAUSES[cid].level.value}]") for cid in cids]

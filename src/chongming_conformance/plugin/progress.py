@@ -1,0 +1,101 @@
+"""Progress lines for the long phases, so a run is never silent for minutes.
+
+A stress scenario starts its own processes and runs for tens of seconds; a
+``thorough`` hypothesis profile makes each property test long. pytest prints
+one character per finished test, which leaves the terminal still for the whole
+phase. This module announces each such test when it starts and says how long
+it took when it ends, in pytest's own ``write_line`` style::
+
+    chongming: stress 4/7 test_xp_claim_exclusive__claim_race (ci: 4 processes, 30 rounds, ...)
+    chongming: stress 4/7 passed in 12.4 s
+
+It works on the process that owns the terminal: the serial run, or xdist's
+controller (which receives the workers' ``logstart`` and reports).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .itemdata import is_stress_nodeid, serial_nodeid
+
+__all__ = ["Progress"]
+
+_HYPOTHESIS_FILES = ("suite/test_properties.py::", "suite/test_stateful.py::")
+
+
+def _is_long_hypothesis_nodeid(nodeid: str) -> bool:
+    return any(f in nodeid for f in _HYPOTHESIS_FILES)
+
+
+class Progress:
+    """Hooks announcing stress scenarios (and, under a thorough profile, hypothesis tests)."""
+
+    def __init__(self, config: pytest.Config, stress_profile: Any, thorough: bool) -> None:
+        self.config = config
+        #: The StressProfile the scenarios run with (None: no shared store, they are skipped).
+        self.stress_profile = stress_profile
+        self.thorough = thorough
+        self.planned: dict[str, int] = {"stress": 0, "hypothesis": 0}
+        self.started: dict[str, int] = {"stress": 0, "hypothesis": 0}
+        self.numbers: dict[str, tuple[str, int]] = {}
+
+    def _phase(self, nodeid: str) -> str | None:
+        if self.stress_profile is not None and is_stress_nodeid(nodeid):
+            return "stress"
+        if self.thorough and _is_long_hypothesis_nodeid(nodeid):
+            return "hypothesis"
+        return None
+
+    def _plan(self, nodeids: list[str]) -> None:
+        for phase in self.planned:
+            self.planned[phase] = sum(1 for n in nodeids if self._phase(n) == phase)
+
+    def _write(self, text: str) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        # pytest's dots may have left the cursor mid-line (ensure_newline only knows
+        # about the file-name prefix it wrote itself).
+        writer = getattr(tr, "_tw", None)
+        if writer is not None and writer.width_of_current_line:
+            tr.write("\n")
+        tr.write_line(f"chongming: {text}")
+
+    # -- how many there will be -----------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self._plan([item.nodeid for item in items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._plan(list(ids))
+
+    # -- each one ---------------------------------------------------------------------------
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        phase = self._phase(nodeid)
+        if phase is None:
+            return
+        self.started[phase] += 1
+        number = self.started[phase]
+        self.numbers[serial_nodeid(nodeid)] = (phase, number)
+        name = serial_nodeid(nodeid).rsplit("::", 1)[-1]
+        detail = ""
+        if phase == "stress":
+            p = self.stress_profile
+            detail = (f" ({p.name}: {p.processes} processes, {p.rounds} rounds, "
+                      f"{p.deadline:g} s bound)")
+        total = max(self.planned[phase], number)
+        self._write(f"{phase} {number}/{total} {name}{detail}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = self.numbers.get(serial_nodeid(report.nodeid))
+        # The call's end, or a setup that did not get as far (an error, a skip).
+        if found is None or not (report.when == "call" or
+                                 (report.when == "setup" and not report.passed)):
+            return
+        phase, number = found
+        total = max(self.planned[phase], number)
+        self._write(f"{phase} {number}/{total} {report.outcome} in {report.duration:.1f} s")
