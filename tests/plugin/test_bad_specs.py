@@ -206,7 +206,8 @@ CASES = {
     ),
     "report-parent-is-a-file": (
         ["--chongming-store=mystores:make_store", "--chongming-report=mystores.py/out.json"],
-        ["--chongming-report='mystores.py/out.json'", "mystores.py to be a directory, but it is a file"],
+        ["--chongming-report='mystores.py/out.json'",
+         "mystores.py to be a directory, but it is a file"],
     ),
     "report-is-a-directory": (
         ["--chongming-store=mystores:make_store", "--chongming-report=sub.json"],
