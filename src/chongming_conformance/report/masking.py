@@ -12,7 +12,10 @@ that call it):
   ``@`` rather than under-mask a password holding one);
 * key=value and environment forms: ``password=SECRET``, ``sslpassword=…``,
   ``PGPASSWORD=…``, ``db_password: …``, quoted values with backslash escapes;
-* JSON and Python-dict keys: ``"password": "SECRET"``, ``'api_token': '…'``.
+* JSON and Python-dict keys: ``"password": "SECRET"``, ``'api_token': '…'``;
+* the same forms cut by pytest's shortened reprs (``pas...sword": "SECRET"``,
+  ``...dit:SECRET@host``): right after ``...``, a value following ``:``/``=``
+  and userinfo ending in ``@`` are masked.
 
 Over-masking is accepted on purpose: a masked ``max_tokens=5`` costs a reader
 nothing, a leaked password costs a rotation.
@@ -40,6 +43,14 @@ _QUOTED_KEY = re.compile(
     r"(?P<value>\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)",
     re.IGNORECASE,
 )
+# pytest shortens long reprs in tracebacks (``saferepr``: head, ``...``, tail), which can cut
+# a secret's key or a URL's scheme off while keeping the secret. Right after such a cut,
+# anything shaped like "key ends, then a value" or "userinfo ends with @" is masked.
+_CUT_KEY = re.compile(
+    r"(?P<key>\.\.\.[A-Za-z0-9_\-]*[\"']?\s*[:=]\s*)"
+    r"(?P<value>\"(?:[^\"\\]|\\.)*\"?|'(?:[^'\\]|\\.)*'?|[^\s'\"]+)"
+)
+_CUT_USERINFO = re.compile(r"\.\.\.[^\s'\"]*@")
 _KV = re.compile(
     rf"(?P<key>(?<![A-Za-z0-9_]){_SECRET_WORD}\s*[=:]\s*)"
     r"(?P<value>\"(?:[^\"\\]|\\.)*\"?|'(?:[^'\\]|\\.)*'?|[^\s'\"]+)",
@@ -57,6 +68,8 @@ def _quoted_mask(value: str) -> str:
 def mask_secrets(text: str) -> str:
     """``text`` with every password, token or secret in a form listed above replaced by ``***``."""
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
+    text = _CUT_USERINFO.sub(f"...{MASK}@", text)
+    text = _CUT_KEY.sub(lambda m: m.group("key") + _quoted_mask(m.group("value")), text)
     text = _QUOTED_KEY.sub(lambda m: m.group("key") + _quoted_mask(m.group("value")), text)
     return _KV.sub(
         lambda m: m.group("key")
