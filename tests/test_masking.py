@@ -248,7 +248,7 @@ def test_no_output_path_of_a_plugin_run_shows_the_secret(
     written = _files(reports)
     assert set(p.name for p in written) == {"junit.xml", "report.json", "report.md"}
     assert "counts failed" in written[reports / "junit.xml"]
-    for path, text in written.items():
+    for text in written.values():
         _assert_masked(text, secret)
     kept = {p: t for p, t in _files(scratch).items() if p.suffix == ".jsonl"}
     assert any("worker cannot connect" in t for t in kept.values()), sorted(kept)
