@@ -213,9 +213,13 @@ CASES = {
         ["--chongming-store=mystores:make_store", "--chongming-report=sub.json"],
         ["sub.json is a directory"],
     ),
+    "infinite-timeout": (
+        ["--chongming-store=mystores:make_store", "--chongming-timeout=nan"],
+        ["--chongming-timeout=nan must be a finite number >= 0"],
+    ),
     "negative-timeout": (
         ["--chongming-store=mystores:make_store", "--chongming-timeout=-1"],
-        ["must be >= 0"],
+        ["must be a finite number >= 0"],
     ),
 }
 

@@ -8,6 +8,7 @@ A bad value is a :class:`pytest.UsageError` (exit 4) naming where it came from.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -161,8 +162,10 @@ def _timeout(config: pytest.Config) -> float:
             value = float(str(raw))
         except ValueError:
             raise pytest.UsageError(f"{source}={raw!r} is not a number of seconds.") from None
-    if value < 0:
-        raise pytest.UsageError(f"{source}={value!r} must be >= 0 (0 disables the timeout).")
+    if not math.isfinite(value) or value < 0:
+        raise pytest.UsageError(
+            f"{source}={value!r} must be a finite number >= 0 (0 disables the timeout)."
+        )
     return float(value)
 
 
