@@ -29,6 +29,7 @@ from .options import SHARED_ATTR, Options
 
 __all__ = ["resolve_kit", "resolve_spec"]
 
+
 def _usage(message: str) -> pytest.UsageError:
     """The one way this module reports a mistake: a masked usage error (exit 4)."""
     return pytest.UsageError(mask_secrets(message))
