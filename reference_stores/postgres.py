@@ -93,6 +93,7 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
+from chongming_conformance.report.masking import mask_secrets
 
 __all__ = [
     "DSN_ENV",
@@ -105,6 +106,7 @@ __all__ = [
     "make_shared_store",
     "make_store",
     "query_statement",
+    "validate_schema_name",
 ]
 
 #: Environment variable holding the DSN used by make_store()/make_shared_store().
@@ -245,6 +247,50 @@ _DDL_V2: tuple[str, ...] = (
 _MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1, 2: _DDL_V2}
 
 
+#: PostgreSQL's identifier limit (NAMEDATALEN - 1) in bytes; longer names are truncated by the
+#: server without an error, so two long names sharing a prefix would be one schema.
+MAX_SCHEMA_BYTES = 63
+
+
+def validate_schema_name(schema: object) -> str:
+    """``schema`` if PostgreSQL will store it exactly as given, else a :class:`StoreError`.
+
+    Quoting (``sql.Identifier``) already makes any characters safe; what it cannot
+    prevent is an empty name (a driver error far from the cause) or a name the
+    server silently truncates to 63 bytes.
+    """
+    if not isinstance(schema, str):
+        raise StoreError(f"schema name must be a str, got {type(schema).__name__}")
+    if not schema:
+        raise StoreError("schema name must not be empty")
+    if "\x00" in schema:
+        raise StoreError(f"schema name {schema!r} contains a NUL character")
+    size = len(schema.encode("utf-8"))
+    if size > MAX_SCHEMA_BYTES:
+        raise StoreError(
+            f"schema name {schema!r} is {size} bytes; PostgreSQL keeps only the first "
+            f"{MAX_SCHEMA_BYTES} (silently), so use a shorter name"
+        )
+    return schema
+
+
+def _failure(doing: str, exc: BaseException) -> StoreError:
+    """The StoreError for a driver error: what the store was doing, the cause, masked.
+
+    libpq error texts can echo the DSN they were given (a malformed one in full).
+    """
+    return StoreError(mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
+
+
+@contextmanager
+def _driver_errors(doing: str) -> Iterator[None]:
+    """Every psycopg error inside becomes a masked StoreError with the cause chained."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise _failure(doing, exc) from exc
+
+
 def _ident(schema: str, table: str) -> sql.Identifier:
     return sql.Identifier(schema, table)
 
@@ -268,8 +314,10 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
     in a transaction it uses a savepoint and the caller commits. Needs CREATE
     on the database (or an existing schema you own); the store itself does not.
     """
-    s = sql.Identifier(schema)
-    with _admin_connection(conn_or_dsn) as conn, conn.transaction():
+    s = sql.Identifier(validate_schema_name(schema))
+    with _driver_errors(f"install_schema({schema!r})"), _admin_connection(
+        conn_or_dsn
+    ) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"chongming:{schema}"])
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
         conn.execute(
@@ -304,7 +352,10 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
 
 def drop_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> None:
     """Drop ``schema`` and everything in it (test teardown). Missing schema: no-op."""
-    with _admin_connection(conn_or_dsn) as conn, conn.transaction():
+    validate_schema_name(schema)
+    with _driver_errors(f"drop_schema({schema!r})"), _admin_connection(
+        conn_or_dsn
+    ) as conn, conn.transaction():
         # Never hang a teardown forever behind a forgotten transaction.
         conn.execute("SET LOCAL lock_timeout = '30s'")
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
@@ -442,7 +493,7 @@ def _connect_problem(dsn: str) -> str:
         with psycopg.connect(dsn, connect_timeout=5):
             return "a direct connection works, so the pool timed out under load"
     except psycopg.Error as exc:
-        return f"a direct connection fails: {exc}"
+        return mask_secrets(f"a direct connection fails: {exc}")
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -471,7 +522,7 @@ class PostgresTaskStore:
         timeout: float = 15.0,
         close_pool: bool | None = None,
     ) -> None:
-        self._schema = schema
+        self._schema = validate_schema_name(schema)
         self._closed = False
         if isinstance(dsn_or_pool, ConnectionPool):
             self._pool: ConnectionPool[Any] = dsn_or_pool
@@ -497,9 +548,9 @@ class PostgresTaskStore:
                 self._pool.open(wait=True, timeout=timeout)
             except psycopg.Error as exc:
                 self._pool.close()
-                raise StoreError(
+                raise StoreError(mask_secrets(
                     f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn_or_pool)}"
-                ) from exc
+                )) from exc
         self._build_statements()
         try:
             self._check_schema()
@@ -599,7 +650,7 @@ class PostgresTaskStore:
         except psycopg.Error as exc:
             if self._closed:
                 raise StoreError(f"{operation}() on a closed PostgresTaskStore") from exc
-            raise StoreError(f"{operation}() failed: {type(exc).__name__}: {exc}") from exc
+            raise _failure(f"{operation}()", exc) from exc
 
     def _fetch(self, operation: str, statement: sql.Composed, params: Any = None) -> list[DictRow]:
         with self._connection(operation) as conn:
@@ -819,9 +870,9 @@ class _SchemaPool:
                     pool.open(wait=True, timeout=15.0)
                 except psycopg.Error as exc:
                     pool.close()
-                    raise StoreError(
+                    raise StoreError(mask_secrets(
                         f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn)}"
-                    ) from exc
+                    )) from exc
                 self._pools[dsn] = pool
             return pool
 
@@ -838,7 +889,9 @@ class _SchemaPool:
                 with self._lock:
                     self._owned.setdefault(dsn, set()).add(schema)
                 return schema
-            if _is_empty(pool, schema):
+            with _driver_errors(f"checking recycled schema {schema!r}"):
+                empty = _is_empty(pool, schema)
+            if empty:
                 return schema
             # A write landed after the release (a call in flight at close): never
             # hand that out; drop it and try the next one.
@@ -873,7 +926,7 @@ class _SchemaPool:
         for dsn, schemas in owned.items():
             for schema in schemas:
                 # The server may be gone at exit: then there is nothing to clean.
-                with contextlib.suppress(psycopg.Error):
+                with contextlib.suppress(psycopg.Error, StoreError):
                     drop_schema(dsn, schema)
         for pool in pools.values():
             pool.close()

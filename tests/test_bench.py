@@ -151,12 +151,27 @@ def test_real_clock_run_on_the_memory_store_has_every_row(tmp_path: Path) -> Non
 
 
 def test_main_rejects_a_bad_spec(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["reference_stores.memory"]) == 2
+    # The plugin's exit status (4) and messages: bench resolves specs with the same code.
+    assert main(["reference_stores.memory"]) == 4
     assert "MODULE:ATTR" in capsys.readouterr().err
-    assert main(["reference_stores.memory:no_such_factory"]) == 2
+    assert main(["reference_stores.memory:no_such_factory"]) == 4
     assert "no attribute" in capsys.readouterr().err
-    assert main(["no_such_module_xyz:make_store"]) == 2
+    assert main(["no_such_module_xyz:make_store"]) == 4
     assert "cannot import" in capsys.readouterr().err
+
+
+def test_main_refuses_a_factory_that_cannot_open_before_loading(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "benchbad.py").write_text(
+        "def make_store():\n"
+        "    raise OSError('cannot reach postgresql://bench:s3cr3t-B/x@db.example/x')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["benchbad:make_store", "--sizes", "10"]) == 4
+    err = capsys.readouterr().err
+    assert "calling benchbad:make_store() raised OSError" in err
+    assert "s3cr3t-B" not in err and "bench:***@db.example" in err
 
 
 def test_resolve_factory_finds_the_attribute() -> None:
@@ -166,8 +181,9 @@ def test_resolve_factory_finds_the_attribute() -> None:
 def test_sizes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         run_probe(make_store, [0, 10])
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         main(["reference_stores.memory:make_store", "--sizes", "ten"])
+    assert exited.value.code == 4
 
 
 def test_cli_bench_subcommand_prints_the_growth_table(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import random
 import statistics
@@ -42,7 +41,10 @@ from typing import Any, TextIO
 from .factory import enter_store
 from .model import Command, CommandKind, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .protocol import TaskStore
+from .report.files import write_atomically
 from .samples import T0
+from .specs import USAGE_ERROR_EXIT, SpecError, open_check, resolve_spec
+from .timeouts import DEFAULT_TIMEOUT
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -113,27 +115,12 @@ class ProbeResult:
 def resolve_factory(spec: str) -> Callable[[], Any]:
     """Import ``MODULE:ATTR`` and return the attribute (a store factory).
 
-    Deliberately small: the plugin has its own resolver with richer errors;
-    this one only needs to say which half of the spec is wrong.
+    The plugin's resolver (:func:`chongming_conformance.specs.resolve_spec`), so
+    the probe names a bad spec exactly as ``pytest --chongming-store`` does;
+    raises :class:`~chongming_conformance.specs.SpecError` (masked).
     """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(
-            f"expected MODULE:ATTR (e.g. reference_stores.sqlite:make_store), got {spec!r}"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"cannot import {module_name!r} from {spec!r}: {exc}") from exc
-    target: Any = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError as exc:
-            raise ValueError(f"{module_name!r} has no attribute {attr!r}") from exc
-    if not callable(target):
-        raise ValueError(f"{spec!r} is a {type(target).__name__}, not a factory")
-    return target  # type: ignore[no-any-return]
+    factory, _, _ = resolve_spec(spec, "bench", Path.cwd())
+    return factory
 
 
 # -- the data --------------------------------------------------------------------------
@@ -351,7 +338,9 @@ def _parse_sizes(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from .cli import UsageParser  # cli imports this module lazily; no cycle at import time
+
+    parser = UsageParser(
         prog="chongming-conformance bench",
         description="Time a store's hot calls at growing sizes (never gates; evidence for "
         "QUERY-PUSHDOWN and COUNTS-AGGREGATED).",
@@ -376,9 +365,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         factory = resolve_factory(args.spec)
-    except ValueError as exc:
+        # One store opened and closed first: a factory that cannot open is a usage error
+        # with a masked message, not a traceback after minutes of loading.
+        open_check(factory, args.spec, "bench", DEFAULT_TIMEOUT)
+        if args.json is not None and args.json.parent.exists() and not args.json.parent.is_dir():
+            raise SpecError(f"--json={str(args.json)!r}: {args.json.parent} is a file")
+    except SpecError as exc:
         print(f"chongming-conformance bench: {exc}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR_EXIT
     result = run_probe(
         factory,
         args.sizes,
@@ -391,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
           "p50 at the smallest (×1 flat, ×size-ratio linear)")
     print(format_table(result))
     if args.json is not None:
-        args.json.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_atomically(args.json, json.dumps(result.to_json(), indent=2) + "\n")
     return 0
 
 

@@ -13,19 +13,33 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .clauses import CATALOGUE_VERSION
 from .report.catalogue import render_catalogue
+from .specs import USAGE_ERROR_EXIT
 
-__all__ = ["DEFAULT_SPEC", "main"]
+__all__ = ["DEFAULT_SPEC", "UsageParser", "main"]
 
 #: The store ``check`` verifies when given no spec: the embedded default backend.
 DEFAULT_SPEC = "reference_stores.sqlite:make_store"
 
 
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose mistakes exit with pytest's usage-error status (4).
+
+    ``check --gate maybe`` and ``pytest --chongming-gate=maybe`` are the same
+    mistake; a CI script should not need to know which front it went through.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR_EXIT, f"{self.prog}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="chongming-conformance",
         description="Prove a TaskStore backend meets the chongming persistence contract.",
     )
@@ -109,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # keep pytest from rewriting its asserts (and warn about it).
         return subprocess.call([sys.executable, "-m", "pytest", *_pytest_args(ns, extra)])
     parser.print_help(sys.stderr)
-    return 2
+    return USAGE_ERROR_EXIT
 
 
 if __name__ == "__main__":  # pragma: no cover

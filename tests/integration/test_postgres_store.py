@@ -248,8 +248,9 @@ class TestRestrictedRoleContract(StoreContract):
         )
         name = f"chongming_it_{uuid.uuid4().hex[:16]}"
         try:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            with pytest.raises(StoreError) as refused:
                 pgstore.install_schema(self.role_dsn, name)
+            assert isinstance(refused.value.__cause__, psycopg.errors.InsufficientPrivilege)
         finally:
             pgstore.drop_schema(self.admin_dsn, name)  # in case it wrongly succeeded
 

@@ -62,6 +62,13 @@ def test_check_passes_pytest_args_and_gate(tmp_path: Path) -> None:
     assert "chongming gate (must): FAILED (partial run" in done.stdout
 
 
+def test_check_bad_gate_exits_like_the_plugin(tmp_path: Path) -> None:
+    done = cli("check", "reference_stores.memory:make_store", "--gate", "maybe", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr  # pytest --chongming-gate=maybe gives 4 too
+    assert "invalid choice: 'maybe'" in done.stderr
+    assert "passed" not in done.stdout
+
+
 def test_check_bad_spec_is_a_usage_error(tmp_path: Path) -> None:
     done = cli("check", "nocolon", cwd=tmp_path)
     assert done.returncode == 4

@@ -37,6 +37,7 @@ from ..suite import _config  # noqa: E402
 from .harvest import hypothesis_info as _hypothesis_info  # noqa: E402, F401
 from .options import add_options, load_profile, read_options  # noqa: E402
 from .run import ConformanceRun  # noqa: E402
+from .signals import sigterm_as_interrupt  # noqa: E402
 from .spec import resolve_kit, resolve_spec  # noqa: E402
 
 __all__ = ["resolve_spec"]
@@ -54,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     load_profile(options.profile, shrink=options.shrink)
     _config.install(kit)
     ConformanceRun(config, options, kit, described).register()
+    config.add_cleanup(sigterm_as_interrupt())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

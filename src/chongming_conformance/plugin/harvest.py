@@ -103,6 +103,9 @@ class Harvest:
                 masked = mask_secrets(text)
                 if masked != text:
                     report.longrepr = masked
+            elif report.skipped and isinstance(report.longrepr, tuple):
+                path, line, reason = report.longrepr  # -rs and JUnit show the skip reason
+                report.longrepr = (path, line, mask_secrets(reason))
             report.sections = [(t, mask_secrets(c)) for t, c in report.sections]
         return report
 

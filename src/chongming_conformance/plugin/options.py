@@ -8,6 +8,7 @@ A bad value is a :class:`pytest.UsageError` (exit 4) naming where it came from.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -171,9 +172,27 @@ def _timeout(config: pytest.Config) -> float:
             value = float(str(raw))
         except ValueError:
             raise pytest.UsageError(f"{source}={raw!r} is not a number of seconds.") from None
-    if value < 0:
-        raise pytest.UsageError(f"{source}={value!r} must be >= 0 (0 disables the timeout).")
+    if not math.isfinite(value) or value < 0:
+        raise pytest.UsageError(
+            f"{source}={value!r} must be a finite number >= 0 (0 disables the timeout)."
+        )
     return float(value)
+
+
+def _unwritable(target: Path) -> str | None:
+    """Why a report cannot be written to ``target``, checked before any test runs."""
+    if target.is_dir():
+        return "is a directory"
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the first existing ancestor: the directories below it are made
+    if not parent.is_dir():
+        return f"needs {parent} to be a directory, but it is a file"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "exists and is not writable"
+    return None
 
 
 def _reports(config: pytest.Config) -> tuple[Path, ...]:
@@ -187,8 +206,25 @@ def _reports(config: pytest.Config) -> tuple[Path, ...]:
         target = Path(report_path)
         if not target.is_absolute():
             target = config.invocation_params.dir / target
+        problem = _unwritable(target)
+        if problem is not None:
+            # Found now, not after the whole run: a verdict nobody can read is a lost run.
+            raise pytest.UsageError(f"--chongming-report={report_path!r}: {target} {problem}.")
         paths.append(target)
     return tuple(paths)
+
+
+def _profile(config: pytest.Config) -> str | None:
+    """``--chongming-profile``, checked before the store is opened (usage error if unknown)."""
+    name: str | None = config.getoption("chongming_profile")
+    if name:
+        from ..hypothesis_profiles import profile_name
+
+        try:
+            profile_name(name)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--chongming-profile={name!r}: {exc}.") from None
+    return name
 
 
 def _stress_profile(config: pytest.Config) -> Any:
@@ -232,6 +268,9 @@ def read_options(config: pytest.Config) -> Options | None:
     """The run's :class:`Options`, or None when no store is configured (the plugin stays idle)."""
     if config.getoption("help", False) or config.getoption("version", 0):
         return None
+    # Checked even when the plugin stays idle: a profile given without a store is a mistake
+    # the user should hear about, not an option silently ignored.
+    profile = _profile(config)
     spec, source = _setting(config, "chongming_store", ENV_STORE, "chongming_store")
     if not spec:
         return None
@@ -249,7 +288,7 @@ def read_options(config: pytest.Config) -> Options | None:
         timeout=timeout,
         reports=reports,
         gate=config.getoption("chongming_gate"),
-        profile=config.getoption("chongming_profile"),
+        profile=profile,
         shrink=bool(config.getoption("chongming_shrink")),
         stress_profile=_stress_profile(config),
         suite_only=bool(config.getoption("chongming_suite_only")),

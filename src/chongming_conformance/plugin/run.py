@@ -31,6 +31,7 @@ from ..report import (
     render_markdown,
     render_terminal,
 )
+from ..report.files import write_atomically
 from ..suite._config import KitConfig
 from ..timeouts import mechanism
 from .collection import SuiteCollection
@@ -39,7 +40,10 @@ from .harvest import Harvest
 from .options import Options
 from .progress import Progress
 
-__all__ = ["ConformanceRun"]
+__all__ = ["INTERRUPTED_REASON", "ConformanceRun"]
+
+#: The partial reason an interrupted run's report gives.
+INTERRUPTED_REASON = "the run was interrupted (SIGINT/Ctrl-C or SIGTERM) before it finished"
 
 
 class ConformanceRun:
@@ -100,8 +104,15 @@ class ConformanceRun:
         """Assess the harvested records, apply the gate to the exit status, lay out the document."""
         kit, options = self.kit, self.options
         shared = kit.shared_factory is not None
+        records = self.harvest.records()
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # Ctrl-C (or SIGTERM, see signals.py): the report is still written, and says why
+            # it proves less than a whole run.
+            records = dataclasses.replace(
+                records, narrowed=(*records.narrowed, INTERRUPTED_REASON)
+            )
         self.assessment = assessment = assess(
-            self.harvest.records(), kit.capabilities, shared_available=shared, gate=options.gate
+            records, kit.capabilities, shared_available=shared, gate=options.gate
         )
         if assessment.gate_passed is False and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -140,11 +151,10 @@ class ConformanceRun:
             return  # under xdist the controller assesses and writes the reports
         self.doc = self.build(session)
         for target in self.options.reports:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.suffix == ".json":
-                target.write_text(dumps(self.doc), encoding="utf-8")
-            else:
-                target.write_text(render_markdown(self.doc), encoding="utf-8")
+            # The path was checked before the run (options._reports); the write is atomic,
+            # so a CI gate reads the previous report or this one, never half of one.
+            text = dumps(self.doc) if target.suffix == ".json" else render_markdown(self.doc)
+            write_atomically(target, text)
             self.reports_written.append(target)
 
     def pytest_terminal_summary(

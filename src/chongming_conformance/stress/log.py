@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..report.masking import mask_all
+
 __all__ = ["Logs", "Op", "OpLog", "read_logs"]
+
+#: The fields that carry exception text (masked); values and details are left exact.
+_MASKED = frozenset({"error", "traceback"})
 
 
 class OpLog:
@@ -34,6 +39,8 @@ class OpLog:
         self._file: IO[str] = path.open("a", encoding="utf-8", buffering=1)
 
     def _write(self, record: dict[str, Any]) -> None:
+        # Error texts may quote the store's DSN; kept logs are attached to CI runs.
+        record = {k: mask_all(v) if k in _MASKED else v for k, v in record.items()}
         self._file.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
         self._file.flush()
 
