@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.0"
+CATALOGUE_VERSION = "1.1"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -84,6 +84,10 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("CREATE-DUPLICATE-RAISES", _M, "§2.1 §8 §9", _C,
      "create() with an existing task_id raises StoreError and leaves the stored task "
      "unchanged (never a silent overwrite)."),
+    ("XP-CREATE-EXCLUSIVE", _M, "§2.1 §2.4 §8 §9", _X,
+     "When several processes create the same task_id (or submit the same command_id) at "
+     "once, exactly one succeeds, the others raise StoreError, and the stored record is "
+     "the winner's."),
     ("GET-MISSING-NONE", _M, "§2.1", _C,
      "get() of an unknown task_id returns None and does not raise."),
     # -- save ----------------------------------------------
@@ -187,6 +191,13 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-TOUCH-SAVE", _M, "§2.3 §3", _X,
      "With one process touching at high rate and another saving, no save conflicts "
      "because of a touch, the lease is never clobbered, and only saves move the version."),
+    ("XP-SAVE-KEEPS-LEASE", _M, "§2.1 §2.3 §8", _X,
+     "While one process renews a task's lease with touch and another keeps saving the "
+     "task, the lease read after both stop is the renewer's latest (no save carries an "
+     "older lease back)."),
+    ("XP-TOUCH-VISIBLE", _M, "§2.3 §7 §8", _X,
+     "A touch is committed when it returns: another process reads its progress, "
+     "heartbeat and lease at once, even if the toucher writes nothing else."),
     # -- commands ------------------------------------------
     ("SUBMIT-THEN-CLAIM", _M, "§2.4", _C,
      "A submitted command is returned by claim_commands with its fields intact, "
@@ -238,6 +249,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PRUNE-COMMANDS", _S, "decision", _C,
      "prune() drops the commands of the tasks it drops, so none is claimed for a task "
      "that no longer exists."),
+    ("XP-PRUNE-SAVE-RACE", _M, "§2.5 §3 §8", _X,
+     "prune() racing saves that move terminal tasks back to a non-terminal status never "
+     "drops a task whose save succeeded (the terminal test and the delete are one step)."),
     # -- time and round-trip -------------------------------
     ("SNAPSHOT-FULL-ROUNDTRIP", _M, "§4 §8", _C,
      "A snapshot with every field set (frozenset tags, nested Progress and Failure, "
@@ -266,6 +280,11 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-SHARED-VISIBILITY", _M, "§7 §8 §9", _X,
      "Instances of the store opened by different processes on one location see each "
      "other's writes at once (no private cache), and never a half-written state."),
+    ("XP-MIXED-WORKLOAD", _M, "§2 §3 §7 §8", _X,
+     "Under a random mix of all 14 calls from several processes, the successful saves "
+     "of a task form one compare-and-set chain, no command is held twice or claimed "
+     "after completion, history rows never change, acknowledged writes are visible and "
+     "counts() matches the tasks."),
 )
 
 CLAUSES: dict[str, Clause] = {
