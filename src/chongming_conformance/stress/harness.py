@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 import multiprocess
 
 from ..codec import encode_dt
-from ..errors import ConcurrencyConflict
+from ..errors import ConcurrencyConflict, StoreError
 from ..factory import enter_store
 from ..protocol import TaskStore
 from .diagnosis import deadline_report
@@ -160,6 +160,7 @@ class WorkerContext:
             cause = exc.__cause__  # the driver's error says whether a lock was busy
             self.log.result(seq, ok=False, error={
                 "type": name, "message": str(exc)[:300],
+                "store_error": isinstance(exc, StoreError),
                 "cause": None if cause is None else f"{type(cause).__name__}: {cause}"[:300]})
             return Outcome(False, error=f"{name}: {exc}")
         self.log.result(seq, ok=True, value=summary)
