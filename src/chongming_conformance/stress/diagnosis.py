@@ -46,7 +46,8 @@ def _last_wait(logs: Logs, worker: int, before: float) -> str:
             if what == "barrier":
                 events.append((t, f"was waiting at the barrier of round {note.get('round')}"))
             elif what in ("opening", "start"):
-                events.append((t, f"was {'opening the store' if what == 'opening' else 'starting'}"))
+                doing = "opening the store" if what == "opening" else "starting"
+                events.append((t, f"was {doing}"))
     if not events:
         return "had logged nothing yet"
     return max(events, key=lambda e: e[0])[1]

@@ -69,7 +69,7 @@ def judge(h: Harness, logs: Logs) -> None:
     touched = {o.round for o in logs.done("touch") if o.ok}
     shown = 0
     for op in logs.done("get"):
-        if not op.ok or op.round not in touched or shown >= 5:
+        if not op.ok or op.round is None or op.round not in touched or shown >= 5:
             continue
         want = _expected(op.round)
         got = {k: None if op.value is None else op.value.get(k) for k in want}
