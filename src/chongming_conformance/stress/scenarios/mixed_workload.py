@@ -91,6 +91,9 @@ def _worker(ctx: WorkerContext) -> None:
             for tid in TASKS:
                 ctx.call("create", {"task": tid}, partial(
                     ctx.store.create, task(tid, name=f"{me}-create")))
+        _opening_collision(ctx, st, r, n, me)
+        for _ in range(2):  # terminal tasks of our own, for next round's prune
+            _create_doomed(ctx, st, me)
         for _ in range(OPS_PER_ROUND):
             st.seq += 1
             _random_call(ctx, rng, st, now, me, n)
@@ -99,6 +102,41 @@ def _worker(ctx: WorkerContext) -> None:
         st.revived.clear()
         ctx.sync()
     ctx.call("close", {}, ctx.store.close)
+
+
+def _create_doomed(ctx: WorkerContext, st: _State, me: str) -> None:
+    st.seq += 1
+    doomed = f"mix-done-{me}-{st.seq}"
+    out = ctx.call("create", {"task": doomed, "doomed": True}, partial(
+        ctx.store.create, task(doomed, status=TaskStatus.SUCCEEDED)))
+    if out.ok:
+        st.doomed.append(doomed)
+
+
+def _revive(ctx: WorkerContext, st: _State, rng: random.Random, me: str) -> None:
+    """Save one of our terminal tasks back to RUNNING, racing whoever prunes."""
+    doomed = st.doomed.pop(rng.randrange(len(st.doomed)))
+    snap = task(doomed, version=1, name=f"{me}-revive", status=TaskStatus.RUNNING)
+    out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
+                            "revive": True}, partial(ctx.store.save, snap, expect_version=0))
+    if out.ok:
+        st.revived.append(doomed)
+
+
+def _opening_collision(ctx: WorkerContext, st: _State, r: int, n: int, me: str) -> None:
+    """Right after the barrier: one worker prunes while the others revive their terminal
+    tasks, and everybody replays one transition -- the collisions a random mix makes
+    too rarely to count on."""
+    if ctx.index == r % n:
+        ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
+                 summarize=lambda x: x)
+    else:
+        rng = random.Random(r * 31 + ctx.index)
+        for _ in range(min(2, len(st.doomed))):
+            _revive(ctx, st, rng, me)
+    tid = TASKS[r % len(TASKS)]
+    ctx.call("append", {"task": tid, "version": 1000 + r, "reason": me, "replay": True},
+             partial(ctx.store.append, transition(tid, 1000 + r, reason=me)))
 
 
 def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float, me: str,
@@ -158,19 +196,10 @@ def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float,
         else:
             ctx.call("release", {"id": cid}, partial(s.release_command, cid, now=at(now)),
                      now=at(now))
-    elif pick < 0.94:  # a terminal task of our own, for prune to take
-        doomed = f"mix-done-{me}-{st.seq}"
-        out = ctx.call("create", {"task": doomed, "doomed": True}, partial(
-            s.create, task(doomed, status=TaskStatus.SUCCEEDED)))
-        if out.ok:
-            st.doomed.append(doomed)
-    elif pick < 0.97 and st.doomed:  # save one back to RUNNING, racing the prunes
-        doomed = st.doomed.pop(rng.randrange(len(st.doomed)))
-        snap = task(doomed, version=1, name=f"{me}-revive", status=TaskStatus.RUNNING)
-        out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
-                                "revive": True}, partial(s.save, snap, expect_version=0))
-        if out.ok:
-            st.revived.append(doomed)
+    elif pick < 0.94:  # a plain read (a cache that outlives other processes' writes)
+        ctx.call("get", {"task": tid}, partial(s.get, tid), summarize=snapshot_summary)
+    elif pick < 0.97 and st.doomed:
+        _revive(ctx, st, rng, me)
     else:
         keep = rng.randrange(3)
         ctx.call("prune", {"keep_terminal": keep}, partial(s.prune, keep_terminal=keep),
@@ -403,6 +432,7 @@ class _Judge:
         for cid in sorted(left_ids & set(completed)):
             self.flag("claimed-after-complete", f"command {cid!r} is claimable at the end "
                       "though its holder completed it", [completed[cid]], command=cid)
+        self.released_claimable(claims, holds)
         submitted = {o.detail["id"]: o for o in self.logs.done("submit") if o.ok}
         claimed_ever = {cid for cid in holds}
         for cid, sub in sorted(submitted.items()):
@@ -411,6 +441,36 @@ class _Judge:
                 why = "was claimed and" if cid in claimed_ever else "was never"
                 self.flag("command-lost", f"command {cid!r} {why} never completed, yet a claim "
                           "beyond every lease does not return it", [sub], command=cid)
+
+
+    def released_claimable(self, claims: Sequence[Op],
+                           holds: dict[str, list[tuple[Op, float, float, Op | None]]]) -> None:
+        """After a release returns, the next claim that comes back short of its limit must
+        include the command, unless another claim (or a completion) took it meanwhile."""
+        reported = 0
+        completes = [o for o in self.logs.done("complete")]
+        for rel in self.logs.done("release"):
+            if not rel.ok or rel.t_return is None or reported >= 3:
+                continue
+            cid = rel.detail["id"]
+            after = sorted((c for c in claims if c.t_invoke > (rel.t_return or 0)),
+                           key=lambda c: c.t_invoke)
+            if not after:
+                continue
+            first = after[0]
+            got = {c["id"] for c in first.value or []}
+            if cid in got or len(got) >= int(first.detail.get("limit", 0)):
+                continue
+            end = first.t_return or 0
+            taken = any(b is not first and (b.t_return or 0) > rel.t_invoke and b.t_invoke < end
+                        for b, *_ in holds.get(cid, []))
+            finished = any(o.detail["id"] == cid and o.t_invoke < end for o in completes)
+            if not taken and not finished:
+                reported += 1
+                self.flag("released-still-leased", f"command {cid!r} was released, and the "
+                          f"next claim (limit {first.detail.get('limit')}) came back with "
+                          f"only {len(got)} command(s) and without it; nobody else had taken "
+                          "it: release_command kept the lease", [rel, first], command=cid)
 
 
 def judge(h: Harness, logs: Logs, left: Sequence[dict[str, Any]]) -> None:
