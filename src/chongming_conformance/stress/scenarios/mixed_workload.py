@@ -165,9 +165,11 @@ def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float,
         ctx.call("append", {"task": tid, "version": v, "reason": me, "replay": True},
                  partial(s.append, transition(tid, v, reason=me)))
     elif pick < 0.42:
-        if _lease_writer(k, n) == ctx.index:
-            ctx.call("touch", {"task": tid, "lease": st.seq}, partial(
-                s.touch, tid, lease_owner=me, lease_until=at(LEASE_BASE + st.seq),
+        mine = [t for i, t in enumerate(TASKS) if _lease_writer(i, n) == ctx.index]
+        if mine and rng.random() < 0.6:  # renew the lease of a task we supervise
+            own = rng.choice(mine)
+            ctx.call("touch", {"task": own, "lease": st.seq}, partial(
+                s.touch, own, lease_owner=me, lease_until=at(LEASE_BASE + st.seq),
                 progress=Progress(done=st.seq, message=me)))
         else:
             ctx.call("touch", {"task": tid}, partial(s.touch, tid, heartbeat_at=at(now)))
@@ -296,6 +298,30 @@ class _Judge:
                     break
                 version, prev = o.detail["new"], o
         return chains
+
+    def lease_order(self) -> None:
+        """A read invoked after the lease writer's renewal returned shows it or a later one:
+        only that writer writes the lease, one renewal after the other."""
+        n = self.h.profile.processes
+        reported = 0
+        for k, tid in enumerate(TASKS):
+            lw = _lease_writer(k, n)
+            renewals = [o for o in self.logs.ops.get(lw, []) if o.op == "touch" and o.ok
+                        and "lease" in o.detail and o.detail["task"] == tid]
+            for op in self.logs.done("get"):
+                if reported >= 3 or not op.ok or op.value is None or op.detail["task"] != tid:
+                    continue
+                before = [o for o in renewals if (o.t_return or 0) < op.t_invoke]
+                if not before:
+                    continue
+                seen = offset(op.value["lease_until"])
+                floor = LEASE_BASE + before[-1].detail["lease"]
+                if seen is None or seen < floor:
+                    reported += 1
+                    self.flag("lease-lost", f"task {tid!r}: worker {op.worker} read lease "
+                              f"until {op.value['lease_until']} after its only lease writer's "
+                              "renewal quoted had returned: a save or touch wrote an older "
+                              "lease back", [before[-1], op], task=tid)
 
     def check_phase(self, chains: dict[str, list[Op]]) -> None:
         """Reads in a check phase must show every write acknowledged before it."""
@@ -483,6 +509,7 @@ def judge(h: Harness, logs: Logs, left: Sequence[dict[str, Any]]) -> None:
     j.creates()
     chains = j.chains()
     j.check_phase(chains)
+    j.lease_order()
     j.history_rows()
     j.commands(left)
 
