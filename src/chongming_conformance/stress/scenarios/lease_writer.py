@@ -83,7 +83,7 @@ def _saver(ctx: WorkerContext) -> None:
 
 def run(h: Harness) -> None:
     """Worker 0 renews the lease; the others read-and-save the task continuously."""
-    params = {"rounds": h.profile.rounds, "renewals": 12, "saves": 8}
+    params = {"rounds": h.profile.rounds, "renewals": 8, "saves": 5}
     with h.store() as store:
         store.create(task(TASK, lease_owner=OWNER, lease_until=at(LEASE_BASE)))
     specs = [WorkerSpec(0, "renewer", _renewer, params)]

@@ -56,7 +56,7 @@ TASKS = tuple(f"mix-t{k}" for k in range(4))
 STEP = 1.0
 LEASE = 2.0  # two rounds: leases expire and are reclaimed during the run
 LEASE_BASE = 100_000.0  # a lease writer's lease_until = at(LEASE_BASE + its touch number)
-OPS_PER_ROUND = 14
+OPS_PER_ROUND = 12
 _CYCLE = (TaskStatus.PENDING, TaskStatus.RUNNING)
 
 
@@ -98,7 +98,7 @@ def _worker(ctx: WorkerContext) -> None:
             st.seq += 1
             _random_call(ctx, rng, st, now, me, n)
         ctx.sync()  # check phase: nobody writes
-        _check_reads(ctx, st.revived)
+        _check_reads(ctx, st.revived, full=ctx.index == r % n)
         st.revived.clear()
         ctx.sync()
     ctx.call("close", {}, ctx.store.close)
@@ -123,20 +123,57 @@ def _revive(ctx: WorkerContext, st: _State, rng: random.Random, me: str) -> None
         st.revived.append(doomed)
 
 
+def _supervised(index: int, n: int) -> list[str]:
+    """The tasks whose lease this worker writes (it is their only lease writer)."""
+    return [t for i, t in enumerate(TASKS) if _lease_writer(i, n) == index]
+
+
+def _renew(ctx: WorkerContext, st: _State, tid: str, me: str) -> None:
+    st.seq += 1
+    ctx.call("touch", {"task": tid, "lease": st.seq}, partial(
+        ctx.store.touch, tid, lease_owner=me, lease_until=at(LEASE_BASE + st.seq),
+        progress=Progress(done=st.seq, message=me)))
+
+
+def _read_and_save(ctx: WorkerContext, st: _State, rng: random.Random, tid: str,
+                   me: str) -> None:
+    """What a controller does: read, compare-and-set (no lease in its snapshot), then
+    write the transition through."""
+    s = ctx.store
+    got = ctx.call("get", {"task": tid}, partial(s.get, tid), summarize=snapshot_summary)
+    if not got.ok or got.value is None:
+        return
+    v = got.value.status_version
+    new = v + rng.choice((1, 1, 2))
+    snap = task(tid, version=new, name=f"{me}-s{st.seq}", status=_CYCLE[new % 2],
+                lease_owner=None, lease_until=None)
+    out = ctx.call("save", {"task": tid, "expect": v, "new": new, "name": snap.name},
+                   partial(s.save, snap, expect_version=v))
+    if out.ok:
+        ctx.call("append", {"task": tid, "version": new, "reason": me},
+                 partial(s.append, transition(tid, new, reason=me)))
+
+
 def _opening_collision(ctx: WorkerContext, st: _State, r: int, n: int, me: str) -> None:
     """Right after the barrier: one worker prunes while the others revive their terminal
-    tasks, and everybody replays one transition -- the collisions a random mix makes
-    too rarely to count on."""
+    tasks, and everybody replays one transition and claims -- the collisions a random mix
+    makes too rarely to count on."""
+    rng = random.Random(r * 31 + ctx.index)
+    # Save the task the next worker supervises while that worker renews its lease.
+    _read_and_save(ctx, st, rng, TASKS[(ctx.index + 1) % n % len(TASKS)], me)
     if ctx.index == r % n:
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda x: x)
     else:
-        rng = random.Random(r * 31 + ctx.index)
         for _ in range(min(2, len(st.doomed))):
             _revive(ctx, st, rng, me)
     tid = TASKS[r % len(TASKS)]
     ctx.call("append", {"task": tid, "version": 1000 + r, "reason": me, "replay": True},
              partial(ctx.store.append, transition(tid, 1000 + r, reason=me)))
+    for own in _supervised(ctx.index, n):
+        _renew(ctx, st, own, me)
+    for c in logged_claim(ctx, r * STEP, LEASE, 1 + (r + ctx.index) % 2):
+        st.held[c.command_id] = r * STEP + LEASE
 
 
 def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float, me: str,
@@ -148,29 +185,16 @@ def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float,
     for cid in [c for c, until in held.items() if until <= now]:
         del held[cid]  # the lease is over: someone else may hold it now
     pick = rng.random()
-    if pick < 0.22:  # read, then compare-and-set, then write-through the transition
-        got = ctx.call("get", {"task": tid}, partial(s.get, tid), summarize=snapshot_summary)
-        if got.ok and got.value is not None:
-            v = got.value.status_version
-            new = v + rng.choice((1, 1, 2))
-            snap = task(tid, version=new, name=f"{me}-s{st.seq}", status=_CYCLE[new % 2],
-                        lease_owner=None, lease_until=None)
-            out = ctx.call("save", {"task": tid, "expect": v, "new": new, "name": snap.name},
-                           partial(s.save, snap, expect_version=v))
-            if out.ok:
-                ctx.call("append", {"task": tid, "version": new, "reason": me},
-                         partial(s.append, transition(tid, new, reason=me)))
+    if pick < 0.22:
+        _read_and_save(ctx, st, rng, tid, me)
     elif pick < 0.30:  # a replay of some earlier transition
         v = rng.randrange(1, 8)
         ctx.call("append", {"task": tid, "version": v, "reason": me, "replay": True},
                  partial(s.append, transition(tid, v, reason=me)))
     elif pick < 0.42:
-        mine = [t for i, t in enumerate(TASKS) if _lease_writer(i, n) == ctx.index]
-        if mine and rng.random() < 0.6:  # renew the lease of a task we supervise
-            own = rng.choice(mine)
-            ctx.call("touch", {"task": own, "lease": st.seq}, partial(
-                s.touch, own, lease_owner=me, lease_until=at(LEASE_BASE + st.seq),
-                progress=Progress(done=st.seq, message=me)))
+        mine = _supervised(ctx.index, n)
+        if mine and rng.random() < 0.6:
+            _renew(ctx, st, rng.choice(mine), me)
         else:
             ctx.call("touch", {"task": tid}, partial(s.touch, tid, heartbeat_at=at(now)))
     elif pick < 0.50:
@@ -208,7 +232,9 @@ def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float,
                  summarize=lambda x: x)
 
 
-def _check_reads(ctx: WorkerContext, revived: Sequence[str]) -> None:
+def _check_reads(ctx: WorkerContext, revived: Sequence[str], *, full: bool) -> None:
+    """Every worker reads the key tasks (its own view, caches included); one worker per
+    round (``full``) also reads the history, ``counts()`` and ``query()``."""
     s = ctx.store
     for tid in revived:
         ctx.call("get", {"task": tid, "check": True, "revived": True}, partial(s.get, tid),
@@ -216,6 +242,9 @@ def _check_reads(ctx: WorkerContext, revived: Sequence[str]) -> None:
     for tid in TASKS:
         ctx.call("get", {"task": tid, "check": True}, partial(s.get, tid),
                  summarize=snapshot_summary)
+    if not full:
+        return
+    for tid in TASKS:
         ctx.call("history", {"task": tid, "check": True}, partial(s.history, tid),
                  summarize=transitions_summary)
     ctx.call("counts", {"check": True}, s.counts,
@@ -229,10 +258,11 @@ def _check_reads(ctx: WorkerContext, revived: Sequence[str]) -> None:
 def run(h: Harness) -> None:
     """N workers, a seeded random mix of all 14 calls per round, then a read-only check."""
     n = h.profile.processes
-    params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n}
+    rounds = h.profile.rounds
+    params = {"rounds": rounds, "seed": h.profile.seed, "processes": n}
     logs = h.run([WorkerSpec(i, "mixer", _worker, params) for i in range(n)])
     with h.store() as store:
-        left = list(store.claim_commands(now=at(h.profile.rounds * STEP + 10 * LEASE),
+        left = list(store.claim_commands(now=at(rounds * STEP + 10 * LEASE),
                                          lease_seconds=LEASE, limit=100_000))
     judge(h, logs, commands_summary(left))
 
