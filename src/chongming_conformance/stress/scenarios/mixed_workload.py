@@ -159,8 +159,6 @@ def _opening_collision(ctx: WorkerContext, st: _State, r: int, n: int, me: str) 
     tasks, and everybody replays one transition and claims -- the collisions a random mix
     makes too rarely to count on."""
     rng = random.Random(r * 31 + ctx.index)
-    # Save the task the next worker supervises while that worker renews its lease.
-    _read_and_save(ctx, st, rng, TASKS[(ctx.index + 1) % n % len(TASKS)], me)
     if ctx.index == r % n:
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda x: x)
@@ -170,6 +168,8 @@ def _opening_collision(ctx: WorkerContext, st: _State, r: int, n: int, me: str) 
     tid = TASKS[r % len(TASKS)]
     ctx.call("append", {"task": tid, "version": 1000 + r, "reason": me, "replay": True},
              partial(ctx.store.append, transition(tid, 1000 + r, reason=me)))
+    # Save the task the next worker supervises while that worker renews its lease.
+    _read_and_save(ctx, st, rng, TASKS[(ctx.index + 1) % n % len(TASKS)], me)
     for own in _supervised(ctx.index, n):
         _renew(ctx, st, own, me)
     for c in logged_claim(ctx, r * STEP, LEASE, 1 + (r + ctx.index) % 2):
