@@ -52,10 +52,9 @@ def _renewer(ctx: WorkerContext) -> None:
             ctx.call("touch", {"task": TASK, "renewal": seq},
                      partial(ctx.store.touch, TASK, lease_owner=OWNER,
                              lease_until=at(LEASE_BASE + seq)))
-        ctx.sync()  # the barrier read: nobody writes now
+        ctx.sync()  # the barrier read: nobody writes until the next round's barrier
         ctx.call("get", {"task": TASK, "at_barrier": True}, partial(ctx.store.get, TASK),
                  summarize=snapshot_summary)
-        ctx.sync()
 
 
 def _saver(ctx: WorkerContext) -> None:
@@ -76,7 +75,6 @@ def _saver(ctx: WorkerContext) -> None:
         ctx.sync()
         ctx.call("get", {"task": TASK, "at_barrier": True}, partial(ctx.store.get, TASK),
                  summarize=snapshot_summary)
-        ctx.sync()
 
 
 # -- setup and run --------------------------------------------------------------------------

@@ -99,8 +99,7 @@ def _worker(ctx: WorkerContext) -> None:
             _random_call(ctx, rng, st, now, me, n)
         ctx.sync()  # check phase: nobody writes
         _check_reads(ctx, st.revived, full=ctx.index == r % n)
-        st.revived.clear()
-        ctx.sync()
+        st.revived.clear()  # nobody writes before the next round's barrier
     ctx.call("close", {}, ctx.store.close)
 
 

@@ -1,7 +1,8 @@
 """``prune_race`` proves XP-PRUNE-SAVE-RACE: a task a save revived is never pruned.
 
-Every round worker 1 creates a batch of terminal (SUCCEEDED) tasks; then,
-released together, worker 0 prunes everything terminal while the other
+Every round starts with a batch of terminal (SUCCEEDED) tasks (the parent
+creates the first, worker 1 the next one after each round's reads); released
+together, worker 0 prunes everything terminal while the other
 workers save each of those tasks back to RUNNING. Either the prune drops a
 task first (the save then conflicts with ``actual=None``) or the save wins
 (the prune must then leave the task alone). At the next barrier everyone
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...model import TaskStatus
+from ...model import TaskSnapshot, TaskStatus
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs
 from ..records import snapshot_summary, task
@@ -32,7 +33,6 @@ def _task_id(r: int, k: int) -> str:
 def _pruner(ctx: WorkerContext) -> None:
     for r in range(ctx.params["rounds"]):
         ctx.round = r
-        ctx.sync()  # worker 1 creates the batch
         ctx.sync()  # the race
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda n: n)
@@ -45,11 +45,6 @@ def _reviver(ctx: WorkerContext) -> None:
     for r in range(p["rounds"]):
         ctx.round = r
         ctx.sync()
-        if ctx.index == 1:
-            for k in range(BATCH):
-                ctx.call("create", {"task": _task_id(r, k)}, partial(
-                    ctx.store.create, task(_task_id(r, k), status=TaskStatus.SUCCEEDED)))
-        ctx.sync()
         order = list(range(BATCH))
         shift = ctx.index % BATCH
         for k in order[shift:] + order[:shift]:
@@ -59,6 +54,14 @@ def _reviver(ctx: WorkerContext) -> None:
                      partial(ctx.store.save, snap, expect_version=0))
         ctx.sync()
         _read_batch(ctx, r)
+        if ctx.index == 1 and r + 1 < p["rounds"]:  # next round's batch: nobody prunes now
+            for k in range(BATCH):
+                ctx.call("create", {"task": _task_id(r + 1, k)}, partial(
+                    ctx.store.create, _doomed(_task_id(r + 1, k))))
+
+
+def _doomed(task_id: str) -> TaskSnapshot:
+    return task(task_id, status=TaskStatus.SUCCEEDED)
 
 
 def _read_batch(ctx: WorkerContext, r: int) -> None:
@@ -72,6 +75,9 @@ def _read_batch(ctx: WorkerContext, r: int) -> None:
 def run(h: Harness) -> None:
     """Worker 0 prunes while the others save the round's terminal tasks back to RUNNING."""
     params = {"rounds": h.profile.rounds}
+    with h.store() as store:
+        for k in range(BATCH):
+            store.create(_doomed(_task_id(0, k)))
     specs = [WorkerSpec(0, "pruner", _pruner, params)]
     specs += [WorkerSpec(i, "reviver", _reviver, params) for i in range(1, h.profile.processes)]
     judge(h, h.run(specs))

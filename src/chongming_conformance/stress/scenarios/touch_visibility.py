@@ -37,8 +37,7 @@ def _toucher(ctx: WorkerContext) -> None:
         ctx.call("touch", {"task": TASK, "round": r}, partial(
             ctx.store.touch, TASK, progress=Progress(done=r + 1, message=OWNER),
             heartbeat_at=at(r + 1), lease_owner=OWNER, lease_until=at(1000.0 + r)))
-        ctx.sync()  # the readers read now
-        ctx.sync()
+        ctx.sync()  # the readers read now; the next round's barrier waits for them
 
 
 def _reader(ctx: WorkerContext) -> None:
@@ -47,7 +46,6 @@ def _reader(ctx: WorkerContext) -> None:
         ctx.sync()
         ctx.sync()
         ctx.call("get", {"task": TASK}, partial(ctx.store.get, TASK), summarize=snapshot_summary)
-        ctx.sync()
 
 
 # -- setup and run --------------------------------------------------------------------------
