@@ -128,7 +128,11 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("CREATE-DUPLICATE-RAISES", _M, "§2", _C,
      "create() with an existing task_id raises StoreError and leaves the stored task "
      "unchanged (never a silent overwrite)."),
-    ("GET-MISSING-NONE", _M, "§2", _C,
+    ("XP-CREATE-EXCLUSIVE", _M, "§2.1 §2.4 §8 §9", _X,
+     "When several processes create the same task_id (or submit the same command_id) at "
+     "once, exactly one succeeds, the others raise StoreError, and the stored record is "
+     "the winner's."),
+    ("GET-MISSING-NONE", _M, "§2.1", _C,
      "get() of an unknown task_id returns None and does not raise."),
     # -- save ----------------------------------------------
     ("SAVE-CAS", _M, "§2", _C,
@@ -231,6 +235,13 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-TOUCH-SAVE", _M, "§4", _X,
      "With one process touching at high rate and another saving, no save conflicts "
      "because of a touch, the lease is never clobbered, and only saves move the version."),
+    ("XP-SAVE-KEEPS-LEASE", _M, "§2.1 §2.3 §8", _X,
+     "While one process renews a task's lease with touch and another keeps saving the "
+     "task, the lease read after both stop is the renewer's latest (no save carries an "
+     "older lease back)."),
+    ("XP-TOUCH-VISIBLE", _M, "§2.3 §7 §8", _X,
+     "A touch is committed when it returns: another process reads its progress, "
+     "heartbeat and lease at once, even if the toucher writes nothing else."),
     # -- commands ------------------------------------------
     ("SUBMIT-THEN-CLAIM", _M, "§5", _C,
      "A submitted command is returned by claim_commands with its fields intact, "
@@ -282,6 +293,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PRUNE-COMMANDS", _S, "§6 §10", _C,
      "prune() drops the commands of the tasks it drops, so none is claimed for a task "
      "that no longer exists."),
+    ("XP-PRUNE-SAVE-RACE", _M, "§2.5 §3 §8", _X,
+     "prune() racing saves that move terminal tasks back to a non-terminal status never "
+     "drops a task whose save succeeded (the terminal test and the delete are one step)."),
     # -- time and round-trip -------------------------------
     ("SNAPSHOT-FULL-ROUNDTRIP", _M, "§7", _C,
      "A snapshot with every field set (frozenset tags, nested Progress and Failure, "
@@ -311,38 +325,43 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "Instances of the store opened by different processes on one location see each "
      "other's writes at once (no private cache), and never a half-written state."),
     # -- the controller in the loop (chongming_conformance.controller) -------------
-    ("CTRL-PLUGS-IN", _M, "§5 §7", _K,
+    ("CTRL-PLUGS-IN", _M, "§8", _K,
      "A Controller on the store runs a task to SUCCEEDED: the stored snapshot is its final "
      "state, history() equals the transitions it applied, and list_tasks, stats, "
      "bucket_counts and tasks_in_buckets agree with what was submitted."),
-    ("CTRL-OUTAGE-RECOVERY", _M, "§2.1 §2.2 §3", _K,
+    ("CTRL-OUTAGE-RECOVERY", _M, "§8", _K,
      "When the store fails mid-task the task still finishes; after recovery the store holds "
      "the final state at a version that jumped past the buffered ones, and history is "
      "complete without duplicates, even when an append whose reply was lost is sent again."),
-    ("CTRL-RESTART-RECOVERY", _M, "§2.3 §3 §9", _K,
+    ("CTRL-RESTART-RECOVERY", _M, "§8", _K,
      "reconcile() marks LOST a task whose supervisor lease expired and spares a task whose "
      "lease a live controller holds although its heartbeat is stale."),
-    ("CTRL-READ-ONLY-NO-CLAIM", _M, "§5", _K,
+    ("CTRL-READ-ONLY-NO-CLAIM", _M, "§8", _K,
      "A controller that never submitted a task claims no command, so a stop request stays "
      "for the task's holder."),
-    ("CTRL-STOP-REACHES-HOLDER", _M, "§2.4 §5 §9", _K,
+    ("CTRL-STOP-REACHES-HOLDER", _M, "§8", _K,
      "A STOP claimed first by a controller that does not hold the task is released, not "
      "finished; its holder then stops the task (CANCELLED) and completes the command "
      "'stopped'."),
-    ("CTRL-STOP-DELIVERED-ONCE", _M, "§2.4 §3 §9", _K,
+    ("CTRL-STOP-DELIVERED-ONCE", _M, "§8", _K,
      "While the holder's claim on a STOP is unexpired no poll hands the command out again, "
      "so one stop request is carried out once."),
-    ("XP-CTRL-STOP", _M, "§5 §7", _X,
+    ("XP-CTRL-STOP", _M, "§8", _X,
      "A Controller in one process stops a task a Controller in another process runs: the "
      "holder claims the command, stops the task and completes the command 'stopped', and "
      "the stopper sees CANCELLED."),
-    ("XP-CTRL-NO-STARVATION", _M, "§2.4 §5", _X,
+    ("XP-CTRL-NO-STARVATION", _M, "§8", _X,
      "A controller in another process that polls but holds nothing releases the stop request "
      "every time it claims it, and the holder still receives it within two of its polls."),
-    ("XP-CTRL-KILLED-HOLDER", _M, "§2.3 §2.4 §3 §9", _X,
+    ("XP-CTRL-KILLED-HOLDER", _M, "§8", _X,
      "When a controller process is SIGKILLed while running a task and holding its STOP "
      "command, reconcile() in a new process marks the task LOST once the lease has expired, "
      "and the STOP command is claimable again."),
+    ("XP-MIXED-WORKLOAD", _M, "§8", _X,
+     "Under a random mix of all 14 calls from several processes, the successful saves "
+     "of a task form one compare-and-set chain, no command is held twice or claimed "
+     "after completion, history rows never change, acknowledged writes are visible and "
+     "counts() matches the tasks."),
 )
 
 CLAUSES: dict[str, Clause] = {

@@ -11,6 +11,7 @@ The module must stay importable by name: spawned workers unpickle openers
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import sqlite3
@@ -22,18 +23,25 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chongming_conformance import Command, ConcurrencyConflict, Progress, TaskSnapshot
+from chongming_conformance import (
+    Command,
+    ConcurrencyConflict,
+    Progress,
+    StoreError,
+    TaskSnapshot,
+)
 from chongming_conformance.codec import (
     COMMAND_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,
     encode_dt,
+    progress_to_row,
     row_to_command,
     snapshot_to_row,
     transition_to_row,
 )
 from chongming_conformance.model import Transition
-from reference_stores.sqlite import SqliteTaskStore
+from reference_stores.sqlite import _DOOMED_SQL, _TERMINAL_VALUES, SqliteTaskStore
 
 
 class CheckThenWriteSave(SqliteTaskStore):
@@ -241,6 +249,98 @@ class StaleRowTouch(SqliteTaskStore):
         sets = ", ".join(f"{c} = :{c}" for c in SNAPSHOT_COLUMNS if c != "task_id")
         with self._connection("touch") as conn:
             conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id", row)
+
+
+class CheckThenReplaceCreate(SqliteTaskStore):
+    """create() looks for the id, then INSERT OR REPLACE: two racing creates both succeed.
+
+    One connection sees the duplicate check work; across processes both pass
+    the check and the later insert silently replaces the first task.
+    """
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        with self._connection("create") as conn:
+            found = conn.execute("SELECT 1 FROM tasks WHERE task_id = ?",
+                                 (snapshot.task_id,)).fetchone()
+        if found is not None:
+            raise StoreError(f"create(): task {snapshot.task_id!r} exists")
+        row = snapshot_to_row(snapshot)
+        with self._connection("create") as conn:
+            conn.execute(f"INSERT OR REPLACE INTO tasks ({', '.join(row)}) "
+                         f"VALUES ({', '.join(':' + c for c in row)})", row)
+
+
+class OrmStyleSave(SqliteTaskStore):
+    """save() reads the row, carries the stored lease over and writes every column.
+
+    What the guide suggests for an in-memory store, done in two steps: the
+    lease read first is written back after the compare-and-set, undoing a
+    renewal that landed in between. One connection never sees it.
+    """
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        stored = self.get(snapshot.task_id)
+        super().save(snapshot, expect_version=expect_version)
+        if stored is not None:
+            with self._connection("save") as conn:
+                conn.execute(
+                    "UPDATE tasks SET lease_owner = ?, lease_until = ? WHERE task_id = ?",
+                    (stored.lease_owner, encode_dt(stored.lease_until), snapshot.task_id))
+
+
+class SelectThenDeleteEachPrune(SqliteTaskStore):
+    """prune() picks the doomed ids, then deletes each in its own transaction, no re-check."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        with self._connection("prune") as conn:
+            doomed = [r["task_id"] for r in conn.execute(
+                _DOOMED_SQL, (*_TERMINAL_VALUES, keep_terminal))]
+        for task_id in doomed:
+            with self._connection("prune", write=True) as conn:
+                conn.execute("DELETE FROM transitions WHERE task_id = ?", (task_id,))
+                conn.execute("DELETE FROM commands WHERE task_id = ?", (task_id,))
+                conn.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
+        return len(doomed)
+
+
+_READS = frozenset({"get", "query", "counts", "history", "touch"})
+
+
+class UncommittedTouch(SqliteTaskStore):
+    """touch() writes inside a transaction it leaves open until the next real write.
+
+    Its own connection reads the touch back; every other process sees the old
+    values and waits on the write lock the open transaction holds.
+    """
+
+    @contextlib.contextmanager
+    def _connection(self, op: str, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        conn = self._conn
+        if op not in _READS and conn is not None and conn.in_transaction:
+            conn.execute("COMMIT")  # the next real write finally commits the touches
+        with super()._connection(op, write=write) as inner:
+            yield inner
+
+    def touch(self, task_id: str, *, progress: Progress | None = None,
+              heartbeat_at: datetime | None = None, lease_owner: str | None = None,
+              lease_until: datetime | None = None) -> None:
+        changes: dict[str, Any] = {}
+        if progress is not None:
+            changes.update(progress_to_row(progress))
+        if heartbeat_at is not None:
+            changes["heartbeat_at"] = encode_dt(heartbeat_at)
+        if lease_owner is not None:
+            changes["lease_owner"] = lease_owner
+        if lease_until is not None:
+            changes["lease_until"] = encode_dt(lease_until)
+        with self._connection("touch") as conn:
+            if not changes:
+                return
+            if not conn.in_transaction:
+                conn.execute("BEGIN IMMEDIATE")
+            sets = ", ".join(f"{c} = :{c}" for c in changes)
+            conn.execute(f"UPDATE tasks SET {sets} WHERE task_id = :task_id",
+                         {**changes, "task_id": task_id})
 
 
 class HangingSave(SqliteTaskStore):

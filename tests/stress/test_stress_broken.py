@@ -14,13 +14,17 @@ from stress_helpers import contract_failures, until_caught
 from stress_stores import (
     CachingReads,
     CheckThenInsertAppend,
+    CheckThenReplaceCreate,
     CheckThenWriteSave,
     ExpiryIgnoredClaim,
     LeaseWritingSave,
     NoLeaseClaim,
+    OrmStyleSave,
     ReleaseKeepsLease,
+    SelectThenDeleteEachPrune,
     StaleRowTouch,
     TouchBumpsVersion,
+    UncommittedTouch,
     UnlockedClaim,
     shared,
     single,
@@ -52,6 +56,11 @@ CASES = [
     (StaleRowTouch, "touch_save", {"touch-conflict", "version-moved"}, set()),
     (TouchBumpsVersion, "touch_save", {"touch-conflict", "version-moved"},
      {"test_touch_no_version__version_unchanged_and_save_still_matches"}),
+    # The four bugs of issue 15, each invisible to one connection:
+    (CheckThenReplaceCreate, "create_race", {"create-twice", "create-overwritten"}, set()),
+    (OrmStyleSave, "lease_writer", {"stale-lease"}, set()),
+    (SelectThenDeleteEachPrune, "prune_race", {"revived-task-pruned"}, set()),
+    (UncommittedTouch, "touch_visibility", {"touch-invisible"}, set()),
 ]
 IDS = [f"{c[0].__name__}-{c[1]}" for c in CASES]
 

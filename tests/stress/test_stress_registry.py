@@ -18,6 +18,11 @@ from chongming_conformance.stress.scenarios.save_race import run as save_race_ru
 
 #: The generated test names are node ids in users' runs and reports: they must not move.
 EXPECTED_TESTS = {
+    "test_xp_create_exclusive__one_create_wins": "XP-CREATE-EXCLUSIVE",
+    "test_xp_save_keeps_lease__renewed_lease_survives_saves": "XP-SAVE-KEEPS-LEASE",
+    "test_xp_touch_visible__next_reader_sees_it": "XP-TOUCH-VISIBLE",
+    "test_xp_prune_save_race__revived_task_survives": "XP-PRUNE-SAVE-RACE",
+    "test_xp_mixed_workload__random_mix_keeps_every_invariant": "XP-MIXED-WORKLOAD",
     "test_xp_save_atomic__save_race": "XP-SAVE-ATOMIC",
     "test_xp_claim_exclusive__claim_race": "XP-CLAIM-EXCLUSIVE",
     "test_xp_claim_crash_recovery__killed_holder": "XP-CLAIM-CRASH-RECOVERY",

@@ -10,7 +10,9 @@ Layout: ``scenarios/<name>.py`` -- one per scenario: its worker roles, setup
 and verdict, registered with the clause it proves; ``harness`` -- spawning,
 barrier, deadlines, logs; ``runner`` -- one scenario run to a result;
 ``records`` -- what workers write and log; ``stress_profiles`` -- how hard a
-run pushes; ``contract`` -- the tests generated from the registry.
+run pushes; ``contract`` -- the tests generated from the registry;
+``diagnosis`` -- what a deadline report says; ``contention`` -- lock failures
+told apart from other errors.
 """
 
 from __future__ import annotations

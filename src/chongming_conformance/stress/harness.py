@@ -28,9 +28,10 @@ from typing import Any, Generic, TypeVar
 import multiprocess
 
 from ..codec import encode_dt
-from ..errors import ConcurrencyConflict
+from ..errors import ConcurrencyConflict, StoreError
 from ..factory import enter_store
 from ..protocol import TaskStore
+from .diagnosis import deadline_report
 from .log import Logs, OpLog, read_logs
 from .stress_profiles import StressProfile
 
@@ -124,6 +125,7 @@ class WorkerContext:
         remaining = self.remaining()
         if remaining <= 0:
             raise DeadlineReached("scenario deadline reached before a barrier")
+        self.log.note("barrier", round=self.round)  # what a deadline report says we waited on
         self._barrier.wait(remaining)
 
     def wait_event(self, name: str) -> None:
@@ -155,7 +157,11 @@ class WorkerContext:
             return Outcome(False, error=type(exc).__name__, conflict=True)
         except Exception as exc:
             name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-            self.log.result(seq, ok=False, error={"type": name, "message": str(exc)[:300]})
+            cause = exc.__cause__  # the driver's error says whether a lock was busy
+            self.log.result(seq, ok=False, error={
+                "type": name, "message": str(exc)[:300],
+                "store_error": isinstance(exc, StoreError),
+                "cause": None if cause is None else f"{type(cause).__name__}: {cause}"[:300]})
             return Outcome(False, error=f"{name}: {exc}")
         self.log.result(seq, ok=True, value=summary)
         return Outcome(True, value)
@@ -304,6 +310,13 @@ class Group:
             if proc.is_alive():
                 proc.kill()
                 proc.join(TERMINATE_GRACE)
+        hit_deadline = stuck or any(p.exitcode == EXIT_DEADLINE for p in self.procs.values())
+        if hit_deadline or h.remaining() <= 0:
+            roles = {i: spec.role for i, spec in self.specs.items()}
+            report = deadline_report(h.scenario, h.profile.deadline, logs, roles,
+                                     time.monotonic())
+            if report is not None:
+                h.errors.append(report)
         for i, proc in self.procs.items():
             if i in stuck:
                 continue

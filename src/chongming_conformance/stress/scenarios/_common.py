@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import partial
 
 from ...model import Command
+from ..contention import CONTENTION_HINT, LOCK_CONTENTION, contention_kind
 from ..harness import Harness, WorkerContext
 from ..log import Op
 from ..records import at, commands_summary
@@ -36,14 +37,20 @@ def when(seconds: float | None) -> str:
 
 
 def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -> None:
-    """Every store call that raised something it should not have."""
+    """Every store call that raised something it should not have.
+
+    A busy lock or serialization failure gets the kind ``lock-contention`` and
+    the hint that fixes it; anything else is ``unexpected-error``.
+    """
     for op in ops:
         if op.pending or op.ok or (conflict_ok and op.conflict):
             continue
         error = op.error or {}
+        kind = contention_kind(error, "unexpected-error")
+        hint = f" ({CONTENTION_HINT})" if kind == LOCK_CONTENTION else ""
         h.anomaly(
-            "unexpected-error",
+            kind,
             f"worker {op.worker}: {op.describe()} raised {error.get('type')}: "
-            f"{error.get('message')}",
+            f"{error.get('message')}{hint}",
             worker=op.worker, op=op.op, round=op.round, error=error,
         )
