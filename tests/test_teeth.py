@@ -11,14 +11,25 @@ store, from which every broken store is derived, passes all of them
 from __future__ import annotations
 
 import contextlib
+import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from broken_stores import BROKEN
+from broken_stores import (
+    BROKEN,
+    NamePadSpace,
+    QueryBucketZeroIsNone,
+    QueryTagSubstring,
+    TagCaseFolded,
+    TagMatchedAsEscapedJson,
+    TaskIdPadSpace,
+    _TextComparedAs,
+)
 
 from chongming_conformance import contract as contract_package
+from chongming_conformance.alphabet import ESCAPED_CHARACTERS
 from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.protocol import TaskStore
@@ -98,3 +109,77 @@ def test_broken_stores_are_still_shaped_like_stores_where_they_should_be() -> No
                     assert isinstance(store, TaskStore), broken.__name__
             finally:
                 store.close()
+
+
+# -- the adversarial alphabet has no blind spot ------------------------------------------------
+#: filter -> (the clause, the contract test that must catch a one-character bug in it).
+ALPHABET_CHECKS = {
+    "tag": ("QUERY-TAG-EXACT", "test_query_tag_exact__adversarial_values_match_only_themselves"),
+    "name": ("QUERY-NAME-EXACT", "test_query_name_exact__adversarial_values_match_only_themselves"),
+    "name_prefix": (
+        "QUERY-NAME-PREFIX-LITERAL", "test_query_name_prefix_literal__adversarial_prefixes"
+    ),
+    "pipeline_run_id": (
+        "QUERY-PIPELINE", "test_query_pipeline__adversarial_values_match_only_themselves"
+    ),
+}
+
+
+def escapes_one_character_differently(filter_name: str, odd: str) -> type:
+    """A store whose ``filter_name`` compares escaped text, escaped differently for ``odd`` only.
+
+    The stored side is the codec's JSON escape; the query side writes ``odd`` as
+    an upper-case ``\\uXXXX`` (what MariaDB's JSON_QUOTE does for U+000B), or raw
+    where the codec's escape already is that.
+    """
+    upper = f"\\u{ord(odd):04X}"
+    odd_escaped = odd if json.dumps(odd)[1:-1] == upper else upper
+
+    def engine(text: str) -> str:
+        return "".join(odd_escaped if ch == odd else json.dumps(ch)[1:-1] for ch in text)
+
+    def codec(text: str) -> str:
+        return json.dumps(text)[1:-1]
+
+    attrs = {"filter": filter_name, "key": staticmethod(codec), "probe": staticmethod(engine),
+             "__doc__": f"{filter_name} escaped differently for U+{ord(odd):04X} only"}
+    return type(f"Escapes{ord(odd):04X}In_{filter_name}", (_TextComparedAs,), attrs)
+
+
+@pytest.mark.parametrize("filter_name", list(ALPHABET_CHECKS))
+@pytest.mark.parametrize("odd", ESCAPED_CHARACTERS, ids=lambda ch: f"U+{ord(ch):04X}")
+def test_a_bug_limited_to_one_character_is_caught(filter_name: str, odd: str) -> None:
+    """Every character of the alphabet, alone, is enough: the fixed samples hold them all."""
+    clause_id, name = ALPHABET_CHECKS[filter_name]
+    assert clause_id in clauses_of(getattr(StoreContract, name))
+    broken = escapes_one_character_differently(filter_name, odd)
+    failure = run_contract_test(name, broken)
+    assert failure is not None, f"{broken.__doc__}: {name} passed"
+    assert isinstance(failure, AssertionError), repr(failure)
+    named = f"U+{ord(odd):04X}" if not "!" <= odd <= "~" else repr(odd)[1:-1]
+    assert named in str(failure), f"the character is not shown: {failure}"
+
+
+# -- failure messages show the values ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("broken", "name", "shown"),
+    [
+        (NamePadSpace, "test_query_name_exact__no_prefix_or_case_folding",
+         "wrongly included: 't-4' name='build ' (U+0020 SPACE)"),
+        (QueryTagSubstring, "test_query_tag_exact__no_substring_matches",
+         "wrongly included: 't-1' tags={'ios'}"),
+        (TagCaseFolded, "test_query_tag_exact__adversarial_values_match_only_themselves",
+         "wrongly included: 'a-10' tags={'Build'}"),
+        (TagMatchedAsEscapedJson, "test_query_tag_exact__adversarial_values_match_only_themselves",
+         "missing:"),
+        (QueryBucketZeroIsNone, "test_query_buckets__membership_zero_and_none",
+         "missing:          't-0' bucket=None"),
+        (TaskIdPadSpace, "test_get_missing_none__confusable_id_is_missing",
+         "get('build ' (U+0020 SPACE))"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_failure_message_shows_the_values(broken: type, name: str, shown: str) -> None:
+    failure = run_contract_test(name, broken)
+    assert failure is not None, f"{broken.__name__} passed {name}"
+    assert shown in str(failure), f"expected {shown!r} in the message:\n{failure}"

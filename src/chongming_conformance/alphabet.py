@@ -94,6 +94,22 @@ CONFUSABLE_PAIRS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+_C0_NAMES = (
+    "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI "
+    "DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US"
+)
+#: The names of the controls, which ``unicodedata.name`` does not know.
+_CONTROL_NAMES: dict[str, str] = {
+    **{chr(i): name for i, name in enumerate(_C0_NAMES.split(" "))},
+    DEL: "DEL",
+    "\x85": "NEL",
+}
+
+
+def _name(ch: str) -> str:
+    return _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "?")
+
+
 def describe(text: str) -> str:
     """``text`` with every character outside printable ASCII named: for failure messages.
 
@@ -104,5 +120,5 @@ def describe(text: str) -> str:
     odd = [ch for ch in dict.fromkeys(text) if not ("!" <= ch <= "~")]
     if not odd:
         return repr(text)
-    names = ", ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'control')}" for ch in odd)
+    names = ", ".join(f"U+{ord(ch):04X} {_name(ch)}" for ch in odd)
     return f"{text!r} ({names})"
