@@ -107,7 +107,8 @@ _CONTROL_NAMES: dict[str, str] = {
 
 
 def _name(ch: str) -> str:
-    return _CONTROL_NAMES.get(ch) or unicodedata.name(ch, "?")
+    known = _CONTROL_NAMES.get(ch)
+    return known if known is not None else unicodedata.name(ch, "?")
 
 
 def describe(text: str) -> str:
