@@ -19,9 +19,14 @@ generating it would report bugs that are not bugs:
   excluded because they are not encodable as UTF-8, so no UTF-8 backend can
   store them. Everything else is fair game and the generator leans on the
   characters that break stores: SQL ``LIKE`` wildcards ``%`` ``_`` ``\\``,
-  quotes, JSON metacharacters, combining marks (``e`` + U+0301 is *not* ``é``:
-  stores must not normalise), right-to-left text and controls, astral-plane
-  characters (two UTF-16 units, four UTF-8 bytes), case variants.
+  quotes, JSON metacharacters, the whole adversarial alphabet
+  (:mod:`chongming_conformance.alphabet`: every C0 control and DEL, U+2028/U+2029,
+  lone combining marks -- ``e`` + U+0301 is *not* ``é``: stores must not
+  normalise --, NBSP and other spaces, astral-plane characters), right-to-left
+  text, case variants. Names, tags, prefixes and run ids also draw whole
+  confusable pairs (``build``/``build ``, ``straße``/``STRASSE``, NFC/NFD,
+  full width) from :data:`~chongming_conformance.alphabet.CONFUSABLE_PAIRS`.
+  ``texts(nul=True)`` adds NUL, for a store that claims to hold it.
 * **datetimes** (:func:`aware_datetimes`): aware, microsecond precision, the UTC
   instant between ``1970-01-01`` and the end of ``2200`` by default, expressed in
   fixed UTC offsets from -12:00 to +14:00 including non-whole-hour ones
@@ -47,6 +52,14 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from .alphabet import (
+    C0_CONTROLS,
+    CONFUSABLE_PAIRS,
+    DEL,
+    ESCAPED_CHARACTERS,
+    LITERAL_ESCAPES,
+    NUL,
+)
 from .model import (
     Command,
     CommandKind,
@@ -115,8 +128,13 @@ FIXED_OFFSETS: tuple[tzinfo, ...] = (
     timezone(timedelta(0), "UTC+0 (not the UTC singleton)"),
 )
 
-#: Characters that have broken real stores; :func:`texts` draws them often.
-SPECIAL_CHARACTERS: tuple[str, ...] = (
+_CONFUSABLES: tuple[str, ...] = tuple(
+    dict.fromkeys(text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right))
+)
+
+#: Characters that have broken real stores; :func:`texts` draws them often. The
+#: adversarial alphabet is appended whole, so no class an engine escapes is missing.
+_BROKE_STORES: tuple[str, ...] = (
     "%", "_", "\\", "'", '"', "`", ";",  # SQL wildcards, escape, quotes
     "[", "]", "{", "}", ":", ",", "$", ".", "*", "?",  # JSON, JSONPath, glob
     "\n", "\r", "\t", "\x01", "\x7f",  # controls that survive every backend
@@ -126,52 +144,76 @@ SPECIAL_CHARACTERS: tuple[str, ...] = (
     "\U0001f600", "\U00010348", "\U0010fffd",  # astral plane, last plane
     "\uffff", "\ufffd",  # noncharacter, replacement character
 )
+SPECIAL_CHARACTERS: tuple[str, ...] = tuple(dict.fromkeys(_BROKE_STORES + ESCAPED_CHARACTERS))
 
 #: Tags that collide by prefix, suffix or substring; :func:`tag_sets` draws from it often.
 TAG_POOL: tuple[str, ...] = (
     "io", "ios", "bio", "i", "o", "IO", "Io",
     "io,", ",io", "io ", " io", '"io"', "[io]", "io\\", "i%", "i_", "%", "_",
     "", ",", '","', "a,b", "[]",
+    "io\x0b", "io\x1f", "io\u2028", "io\x7f",  # controls JSON encoders escape differently
+    *LITERAL_ESCAPES, *_CONFUSABLES,
 )
 
 #: Names that collide under LIKE (``%``/``_`` wildcards, ASCII case folding) or by prefix.
 NAME_POOL: tuple[str, ...] = (
     "job", "jobs", "Job", "JOB", "job_1", "jobx1", "job%", "job%x", "jobxx",
     "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
+    "job\x0b", "job\x1b", "job\u2029", *LITERAL_ESCAPES, *_CONFUSABLES,
 )
 
 #: ``name_prefix`` values drawn often: LIKE wildcards and escapes that also occur
 #: literally in :data:`NAME_POOL`, case variants, combining marks.
 PREFIX_POOL: tuple[str, ...] = (
     "%", "_", "\\", "job_", "job%", "jo_", "j_b", "j%", "j\\", "j\\o", "J", "JOB", "e", "",
+    "job\x0b", "job ", "build ", "Build", "STRA", "stras", "cafe", "i\u0307", "\\u000",
 )
 #: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
 #: Pipeline run ids drawn often (wildcards and a case variant included).
-PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
+PIPELINE_POOL: tuple[str, ...] = (
+    "run-1", "run-2", "run%", "run_", "RUN-1", "run-1 ", "run\x0b1", "run-\u0130", "run-i\u0307",
+)
 
-_LIKE_HEAVY = st.sampled_from(SPECIAL_CHARACTERS)
+# Three pools of equal weight, so the 32 controls neither crowd out the rest nor drown in it.
+_LIKE_HEAVY = st.one_of(
+    st.sampled_from(_BROKE_STORES),
+    st.sampled_from((*C0_CONTROLS, DEL)),
+    st.sampled_from([ch for ch in ESCAPED_CHARACTERS if ch not in (*C0_CONTROLS, DEL)]),
+)
 _ANY_CHAR = st.characters(
     codec="utf-8",  # excludes the surrogates: not encodable as UTF-8
     exclude_characters="\x00",  # PostgreSQL text cannot hold NUL
 )
 _ALPHABET = st.one_of(_LIKE_HEAVY, _ANY_CHAR)
+_ALPHABET_WITH_NUL = st.one_of(_LIKE_HEAVY, _ANY_CHAR, st.just(NUL))
 
 
 @functools.lru_cache(maxsize=512)
-def texts(*, min_size: int = 0, max_size: int = 12) -> SearchStrategy[str]:
+def texts(*, min_size: int = 0, max_size: int = 12, nul: bool = False) -> SearchStrategy[str]:
     """Adversarial strings inside the text domain (module docstring): no NUL, no surrogate.
 
     Half of the characters come from :data:`SPECIAL_CHARACTERS` (wildcards,
-    quotes, JSON syntax, combining, RTL, astral), the rest from all of Unicode.
+    quotes, JSON syntax, every C0 control, DEL, U+2028/U+2029, combining, spaces,
+    RTL, astral), the rest from all of Unicode. ``nul=True`` draws NUL too:
+    outside the domain, for a store that claims to hold it.
     """
-    return st.text(_ALPHABET, min_size=min_size, max_size=max_size)
+    # A list of characters joined, not st.text(alphabet): st.text merges the
+    # alphabet into one character range and then favours low code points, so
+    # U+2028, combining marks and astral characters were almost never drawn.
+    alphabet = _ALPHABET_WITH_NUL if nul else _ALPHABET
+    return st.lists(alphabet, min_size=min_size, max_size=max_size).map("".join)
 
 
 @functools.lru_cache(maxsize=512)
 def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
-    """Non-empty adversarial strings for primary keys (task, command and run ids)."""
-    return texts(min_size=1, max_size=max_size)
+    """Non-empty adversarial strings for primary keys (task, command and run ids).
+
+    Some are whole confusable strings (``build`` / ``build `` / ``Build``, NFC /
+    NFD...): a primary key under a PAD SPACE or case-insensitive collation
+    merges two of them.
+    """
+    return st.sampled_from(_CONFUSABLES) | texts(min_size=1, max_size=max_size)
 
 
 @functools.lru_cache(maxsize=512)

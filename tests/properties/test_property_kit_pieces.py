@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis import core as hypothesis_core
 from hypothesis import strategies as st
 
-from chongming_conformance import clauses
+from chongming_conformance import alphabet, clauses, samples
 from chongming_conformance import strategies as cst
 from chongming_conformance.hypothesis_profiles import (
     PROFILES,
@@ -193,3 +193,77 @@ def test_strategies_compose_in_user_tests() -> None:
 
     authors_test()
     assert len(ran) == 5
+
+
+# -- the adversarial alphabet: every class, in the strategies and in the fixed samples ---------
+def _collect(strategy: st.SearchStrategy[object], examples: int = 300) -> list[object]:
+    seen: list[object] = []
+
+    @settings(max_examples=examples, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(strategy)
+    def collect(value: object) -> None:
+        seen.append(value)
+
+    collect()
+    return seen
+
+
+def test_the_alphabet_has_every_class() -> None:
+    assert set(alphabet.C0_CONTROLS) == {chr(c) for c in range(1, 0x20)}
+    escaped = set(alphabet.ESCAPED_CHARACTERS)
+    assert alphabet.NUL not in escaped, "NUL is outside the text domain"
+    for ch in ("\x7f", "\u2028", "\u2029", "\u0301", "\\", '"', " ", "\U0001f600"):
+        assert ch in escaped, repr(ch)
+    reasons = " ".join(why for _, _, why in alphabet.CONFUSABLE_PAIRS)
+    for word in ("PAD SPACE", "case", "NFC", "full-width", "Turkish", "leading"):
+        assert word in reasons, word
+    lefts = {left for left, _, _ in alphabet.CONFUSABLE_PAIRS}
+    assert all(left != right and right not in lefts
+               for left, right, _ in alphabet.CONFUSABLE_PAIRS)
+
+
+def test_texts_draw_every_character_of_the_alphabet() -> None:
+    drawn = set("".join(str(v) for v in _collect(cst.texts(max_size=40), 1000)))
+    missing = [f"U+{ord(ch):04X}" for ch in alphabet.ESCAPED_CHARACTERS if ch not in drawn]
+    assert not missing, f"texts() never drew {missing}"
+    assert alphabet.NUL not in drawn
+
+
+def test_texts_draw_nul_only_when_asked() -> None:
+    drawn = set("".join(str(v) for v in _collect(cst.texts(max_size=40, nul=True))))
+    assert alphabet.NUL in drawn
+
+
+def test_pools_hold_both_sides_of_every_confusable_pair_and_controls() -> None:
+    pairs = {text for left, right, _ in alphabet.CONFUSABLE_PAIRS for text in (left, right)}
+    for pool in (cst.NAME_POOL, cst.TAG_POOL):
+        assert pairs <= set(pool)
+        assert any(ch in alphabet.C0_CONTROLS for value in pool for ch in value)
+    assert any(" " in p for p in cst.PREFIX_POOL) and "Build" in cst.PREFIX_POOL
+    assert "run-1 " in cst.PIPELINE_POOL and any("\x0b" in p for p in cst.PIPELINE_POOL)
+
+
+def test_identifiers_include_confusable_ids() -> None:
+    drawn = {str(v) for v in _collect(cst.identifiers(), 200)}
+    assert {"build", "build ", "Build"} <= drawn
+
+
+def test_fixed_samples_cover_the_whole_alphabet() -> None:
+    values = samples.adversarial_values()
+    assert len(values) == len(set(values)) and len(values) < 40, "few, distinct values"
+    held = set("".join(values))
+    assert set(alphabet.ESCAPED_CHARACTERS) <= held
+    for left, right, _ in alphabet.CONFUSABLE_PAIRS:
+        assert left in values and right in values
+    assert alphabet.NUL not in held
+    with_nul = samples.adversarial_values(include_nul=True)
+    assert "build\x00" in with_nul and set(values) < set(with_nul)
+    assert set(alphabet.ESCAPED_CHARACTERS) <= set(samples.ADVERSARIAL_TEXT)
+
+
+def test_describe_names_what_a_terminal_hides() -> None:
+    assert alphabet.describe("build") == "'build'"
+    assert alphabet.describe("build ") == "'build ' (U+0020 SPACE)"
+    assert "U+000B VT" in alphabet.describe("a\x0bb")
+    assert "U+0301 COMBINING ACUTE ACCENT" in alphabet.describe("cafe\u0301")
