@@ -72,6 +72,7 @@ from .model import (
 )
 
 __all__ = [
+    "ADVERSARIAL_POOL",
     "BUCKET_POOL",
     "FIXED_OFFSETS",
     "INT64_MAX",
@@ -151,29 +152,33 @@ TAG_POOL: tuple[str, ...] = (
     "io", "ios", "bio", "i", "o", "IO", "Io",
     "io,", ",io", "io ", " io", '"io"', "[io]", "io\\", "i%", "i_", "%", "_",
     "", ",", '","', "a,b", "[]",
-    "io\x0b", "io\x1f", "io\u2028", "io\x7f",  # controls JSON encoders escape differently
-    *LITERAL_ESCAPES, *_CONFUSABLES,
 )
 
 #: Names that collide under LIKE (``%``/``_`` wildcards, ASCII case folding) or by prefix.
 NAME_POOL: tuple[str, ...] = (
     "job", "jobs", "Job", "JOB", "job_1", "jobx1", "job%", "job%x", "jobxx",
     "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
-    "job\x0b", "job\x1b", "job\u2029", *LITERAL_ESCAPES, *_CONFUSABLES,
 )
 
 #: ``name_prefix`` values drawn often: LIKE wildcards and escapes that also occur
 #: literally in :data:`NAME_POOL`, case variants, combining marks.
 PREFIX_POOL: tuple[str, ...] = (
     "%", "_", "\\", "job_", "job%", "jo_", "j_b", "j%", "j\\", "j\\o", "J", "JOB", "e", "",
-    "job\x0b", "job ", "build ", "Build", "STRA", "stras", "cafe", "i\u0307", "\\u000",
 )
 #: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
 #: Pipeline run ids drawn often (wildcards and a case variant included).
-PIPELINE_POOL: tuple[str, ...] = (
-    "run-1", "run-2", "run%", "run_", "RUN-1", "run-1 ", "run\x0b1", "run-\u0130", "run-i\u0307",
-)
+PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
+#: Whole strings an engine escapes, pads, folds or normalises: both sides of every
+#: confusable pair (``build`` / ``build `` / ``Build``, ``straße`` / ``STRASSE``,
+#: NFC / NFD, full width), controls JSON encoders escape differently, escapes
+#: spelled literally. Names, tags, ids, run ids and prefixes draw from it; it is
+#: a separate branch so the collision pools above keep their density.
+ADVERSARIAL_POOL: tuple[str, ...] = tuple(dict.fromkeys((
+    *_CONFUSABLES,
+    "io\x0b", "io\x1f", "io\u2028", "io\x7f", "io\x85",
+    *LITERAL_ESCAPES,
+)))
 
 # Three pools of equal weight, so the 32 controls neither crowd out the rest nor drown in it.
 _LIKE_HEAVY = st.one_of(
@@ -209,11 +214,12 @@ def texts(*, min_size: int = 0, max_size: int = 12, nul: bool = False) -> Search
 def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
     """Non-empty adversarial strings for primary keys (task, command and run ids).
 
-    Some are whole confusable strings (``build`` / ``build `` / ``Build``, NFC /
-    NFD...): a primary key under a PAD SPACE or case-insensitive collation
-    merges two of them.
+    Every character of the alphabet, but not the whole confusable strings: ids
+    drawn from a small pool collide with the state machine's own id pools and
+    change what its runs explore. The contract's fixed samples use every
+    confusable pair as task, command and history ids in every run.
     """
-    return st.sampled_from(_CONFUSABLES) | texts(min_size=1, max_size=max_size)
+    return texts(min_size=1, max_size=max_size)
 
 
 @functools.lru_cache(maxsize=512)
@@ -229,15 +235,28 @@ def command_ids() -> SearchStrategy[str]:
 
 
 @functools.lru_cache(maxsize=512)
+def _any_or_adversarial(max_size: int, min_size: int = 0) -> SearchStrategy[str]:
+    """Any text, or a whole :data:`ADVERSARIAL_POOL` string, as *one* branch.
+
+    ``.map(str)`` keeps hypothesis from flattening it into the caller's
+    ``one_of``: the collision pool there keeps its half of the draws, so the
+    io/ios and LIKE collisions stay as dense as before the pool was added.
+    """
+    anything = texts(min_size=min_size, max_size=max_size)
+    return st.one_of(anything, st.sampled_from(ADVERSARIAL_POOL)).map(str)
+
+
+@functools.lru_cache(maxsize=512)
 def names() -> SearchStrategy[str]:
-    """Task names: mostly from :data:`NAME_POOL` (LIKE/case/prefix collisions), else any text."""
-    return st.one_of(st.sampled_from(NAME_POOL), texts())
+    """Task names: :data:`NAME_POOL` (LIKE/case/prefix collisions), any text, or
+    :data:`ADVERSARIAL_POOL` (confusable pairs, controls)."""
+    return st.one_of(st.sampled_from(NAME_POOL), _any_or_adversarial(12))
 
 
 @functools.lru_cache(maxsize=512)
 def tags() -> SearchStrategy[str]:
-    """One tag: mostly from :data:`TAG_POOL` (io/ios/bio/``io,``...), else any text."""
-    return st.one_of(st.sampled_from(TAG_POOL), texts(max_size=6))
+    """One tag: :data:`TAG_POOL` (io/ios/bio/``io,``...), any text, or :data:`ADVERSARIAL_POOL`."""
+    return st.one_of(st.sampled_from(TAG_POOL), _any_or_adversarial(6))
 
 
 @functools.lru_cache(maxsize=512)
@@ -496,6 +515,7 @@ def _queries(
     values: dict[str, SearchStrategy[Any]] = {
         "statuses": st.frozensets(statuses()),
         "name": _pick(names_pool, names()),
+        # Adversarial prefixes ("build ", "Build"...) come whole from names().
         "name_prefix": st.sampled_from(PREFIX_POOL) | _pick(_prefixes(names_pool), names()),
         "tag": _pick(tags_pool, tags()),
         "buckets": st.frozensets(

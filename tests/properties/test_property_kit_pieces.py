@@ -235,18 +235,14 @@ def test_texts_draw_nul_only_when_asked() -> None:
     assert alphabet.NUL in drawn
 
 
-def test_pools_hold_both_sides_of_every_confusable_pair_and_controls() -> None:
+def test_the_adversarial_pool_holds_every_confusable_pair_and_controls() -> None:
     pairs = {text for left, right, _ in alphabet.CONFUSABLE_PAIRS for text in (left, right)}
-    for pool in (cst.NAME_POOL, cst.TAG_POOL):
-        assert pairs <= set(pool)
-        assert any(ch in alphabet.C0_CONTROLS for value in pool for ch in value)
-    assert any(" " in p for p in cst.PREFIX_POOL) and "Build" in cst.PREFIX_POOL
-    assert "run-1 " in cst.PIPELINE_POOL and any("\x0b" in p for p in cst.PIPELINE_POOL)
-
-
-def test_identifiers_include_confusable_ids() -> None:
-    drawn = {str(v) for v in _collect(cst.identifiers(), 200)}
-    assert {"build", "build ", "Build"} <= drawn
+    assert pairs <= set(cst.ADVERSARIAL_POOL)
+    assert any(ch in alphabet.C0_CONTROLS for value in cst.ADVERSARIAL_POOL for ch in value)
+    names = {str(v) for v in _collect(cst.names(), 300)}
+    tags = {str(v) for v in _collect(cst.tags(), 300)}
+    for drawn in (names, tags):
+        assert {"build", "build ", "STRASSE", "io\x0b"} <= drawn
 
 
 def test_fixed_samples_cover_the_whole_alphabet() -> None:
