@@ -20,7 +20,8 @@ from chongming_conformance.hypothesis_profiles import (
     load_profile,
     profile_name,
 )
-from chongming_conformance.model import TaskSnapshot
+from chongming_conformance.model import TaskQuery, TaskSnapshot
+from chongming_conformance.oracle import check_query
 from chongming_conformance.properties import CodecProperties, StoreProperties
 from chongming_conformance.stateful import STATE_MACHINE_CLAUSES, StoreStateMachineTests
 
@@ -263,3 +264,15 @@ def test_describe_names_what_a_terminal_hides() -> None:
     assert alphabet.describe("build ") == "'build ' (U+0020 SPACE)"
     assert "U+000B VT" in alphabet.describe("a\x0bb")
     assert "U+0301 COMBINING ACUTE ACCENT" in alphabet.describe("cafe\u0301")
+
+
+def test_the_oracle_words_a_wrong_query_with_the_values() -> None:
+    stored = [samples.snapshot("t-0", name="build"),
+              samples.snapshot("t-4", name="build ", created=4),
+              samples.snapshot("t-5", tags=frozenset({"io"}), created=5)]
+    with pytest.raises(AssertionError) as wrong:
+        check_query(stored[:2], stored, TaskQuery(name="build"))
+    assert "wrongly included: 't-4' name='build ' (U+0020 SPACE)" in str(wrong.value)
+    with pytest.raises(AssertionError) as missing:
+        check_query([], stored, TaskQuery(tag="io"))
+    assert "missing:          't-5' tags={'io'}" in str(missing.value)
