@@ -451,6 +451,16 @@ class TagNormalised(_TextComparedAs):
     key = staticmethod(_nfc)
 
 
+class NameTruncatedAtNul(_TextComparedAs):
+    """name is compared as a C string: everything from the first NUL on is ignored."""
+
+    filter = "name"
+
+    @staticmethod
+    def key(text: str) -> str:
+        return text.split("\x00", 1)[0]
+
+
 class TaskIdPadSpace(Base):
     """task_id is a PAD SPACE primary key: 'build ' and 'build' are the same row."""
 

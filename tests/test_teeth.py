@@ -20,6 +20,7 @@ import pytest
 from broken_stores import (
     BROKEN,
     NamePadSpace,
+    NameTruncatedAtNul,
     QueryBucketZeroIsNone,
     QueryTagSubstring,
     TagCaseFolded,
@@ -33,6 +34,7 @@ from chongming_conformance.alphabet import ESCAPED_CHARACTERS
 from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.protocol import TaskStore
+from reference_stores.memory import InMemoryTaskStore
 
 #: The contract's own source files (one module per protocol group).
 CONTRACT_DIR = Path(contract_package.__file__).resolve().parent
@@ -183,3 +185,35 @@ def test_failure_message_shows_the_values(broken: type, name: str, shown: str) -
     failure = run_contract_test(name, broken)
     assert failure is not None, f"{broken.__name__} passed {name}"
     assert shown in str(failure), f"expected {shown!r} in the message:\n{failure}"
+
+
+# -- NUL, for a store that claims to hold it ---------------------------------------------------
+ADVERSARIAL_TESTS = sorted(n for n in dir(StoreContract) if "adversarial" in n or "confusable" in n)
+
+
+def _run_with_nul(name: str, make: Callable[[], object]) -> BaseException | None:
+    contract = StoreContract()
+    contract.text_holds_nul = True
+    contract.make_store = make  # type: ignore[method-assign]
+    contract.setup_method()
+    try:
+        getattr(contract, name)()
+    except Exception as exc:
+        return exc
+    finally:
+        contract.teardown_method()
+    return None
+
+
+def test_nul_samples_pass_on_a_store_that_holds_nul() -> None:
+    assert len(ADVERSARIAL_TESTS) >= 8, ADVERSARIAL_TESTS
+    failures = {n: _run_with_nul(n, InMemoryTaskStore) for n in ADVERSARIAL_TESTS}
+    assert not any(failures.values()), failures
+
+
+def test_nul_samples_catch_c_string_truncation() -> None:
+    failure = _run_with_nul(
+        "test_query_name_exact__adversarial_values_match_only_themselves", NameTruncatedAtNul
+    )
+    assert failure is not None, "a name compared up to its first NUL passed"
+    assert "U+0000 NUL" in str(failure), str(failure)
