@@ -10,7 +10,9 @@ backend guide's trap table.
 from __future__ import annotations
 
 import functools
+import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -335,6 +337,224 @@ class QueryEmptySetIsNoFilter(Base):
         return super().query(
             replace(q, statuses=q.statuses or None, buckets=q.buckets or None)
         )
+
+
+# -- text compared as something other than code points ------------------------------------
+def _codec_escape(text: str) -> str:
+    """What the codec (Python's json) writes: ``\\u000b`` for U+000B."""
+    return json.dumps(text)
+
+
+def _engine_escape(text: str) -> str:
+    """What an engine's JSON_QUOTE writes: the same, except ``\\u000B`` for U+000B only."""
+    return "".join("\\u000B" if ch == "\x0b" else json.dumps(ch)[1:-1] for ch in text)
+
+
+def _engine_quote(text: str) -> str:
+    return f'"{_engine_escape(text)}"'
+
+
+def _pad_space(text: str) -> str:
+    """A PAD SPACE collation's view: trailing spaces do not count."""
+    return text.rstrip(" ")
+
+
+class _TextComparedAs(Base):
+    """One filter compares ``key(stored)`` with ``probe(wanted)`` instead of the code points."""
+
+    filter: str = ""  # "name", "name_prefix", "tag" or "pipeline_run_id"
+
+    @staticmethod
+    def key(text: str) -> str:
+        return text
+
+    @classmethod
+    def probe(cls, text: str) -> str:
+        return cls.key(text)
+
+    def _hit(self, task: TaskSnapshot, wanted: str) -> bool:
+        probe = self.probe(wanted)
+        if self.filter == "tag":
+            return any(self.key(tag) == probe for tag in task.tags)
+        if self.filter == "name_prefix":
+            return self.key(task.name).startswith(probe)
+        stored = task.name if self.filter == "name" else task.pipeline_run_id
+        return stored is not None and self.key(stored) == probe
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        wanted = getattr(q, self.filter)
+        if wanted is None:
+            return super().query(q)
+        rest = super().query(replace(q, limit=None, **{self.filter: None}))
+        return _sorted([t for t in rest if self._hit(t, wanted)], q)
+
+
+class TagMatchedAsEscapedJson(_TextComparedAs):
+    """tag matches escaped JSON text (MariaDB JSON_CONTAINS): the codec wrote \\u000b, the
+    query's JSON_QUOTE writes \\u000B -- tags holding U+000B never match."""
+
+    filter = "tag"
+    key = staticmethod(_codec_escape)
+    probe = staticmethod(_engine_quote)  # type: ignore[assignment]
+
+
+class NameMatchedAsEscapedText(_TextComparedAs):
+    """name is compared as escaped text, escaped differently (\\u000B) on the query side."""
+
+    filter = "name"
+    key = staticmethod(_codec_escape)
+    probe = staticmethod(_engine_quote)  # type: ignore[assignment]
+
+
+class PrefixMatchedAsEscapedText(_TextComparedAs):
+    """name_prefix is matched on escaped text; the query side escapes U+000B as \\u000B."""
+
+    filter = "name_prefix"
+
+    @staticmethod
+    def key(text: str) -> str:
+        return _codec_escape(text)[1:-1]
+
+    @staticmethod
+    def probe(text: str) -> str:  # type: ignore[override]
+        return _engine_escape(text)
+
+
+class TagPadSpace(_TextComparedAs):
+    """tags compare under a PAD SPACE collation: 'io ' matches 'io'."""
+
+    filter = "tag"
+    key = staticmethod(_pad_space)
+
+
+class NamePadSpace(_TextComparedAs):
+    """name compares under a PAD SPACE collation (utf8mb4_bin): 'build ' matches 'build'."""
+
+    filter = "name"
+    key = staticmethod(_pad_space)
+
+
+class PrefixPadSpace(_TextComparedAs):
+    """name_prefix compares SUBSTR(name, 1, len) = prefix under PAD SPACE."""
+
+    filter = "name_prefix"
+
+    def _hit(self, task: TaskSnapshot, wanted: str) -> bool:
+        return _pad_space(task.name[: len(wanted)]) == _pad_space(wanted)
+
+
+class PipelinePadSpace(_TextComparedAs):
+    """pipeline_run_id compares under PAD SPACE: 'build ' matches 'build'."""
+
+    filter = "pipeline_run_id"
+    key = staticmethod(_pad_space)
+
+
+class TagCaseFolded(_TextComparedAs):
+    """tags compare case-folded (a _ci collation): 'STRASSE' matches 'straße'."""
+
+    filter = "tag"
+    key = staticmethod(str.casefold)
+
+
+class NameCaseFolded(_TextComparedAs):
+    """name compares with full case folding: 'STRASSE' matches 'straße'."""
+
+    filter = "name"
+    key = staticmethod(str.casefold)
+
+
+class PrefixCaseFolded(_TextComparedAs):
+    """name_prefix compares case-folded (ILIKE / a _ci collation)."""
+
+    filter = "name_prefix"
+    key = staticmethod(str.casefold)
+
+
+class PipelineCaseFolded(_TextComparedAs):
+    """pipeline_run_id compares case-folded."""
+
+    filter = "pipeline_run_id"
+    key = staticmethod(str.casefold)
+
+
+def _nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+class NameNormalised(_TextComparedAs):
+    """name compares after NFC normalisation: 'cafe' + U+0301 matches 'café'."""
+
+    filter = "name"
+    key = staticmethod(_nfc)
+
+
+class TagNormalised(_TextComparedAs):
+    """tags compare after NFC normalisation."""
+
+    filter = "tag"
+    key = staticmethod(_nfc)
+
+
+class NameTruncatedAtNul(_TextComparedAs):
+    """name is compared as a C string: everything from the first NUL on is ignored."""
+
+    filter = "name"
+
+    @staticmethod
+    def key(text: str) -> str:
+        return text.split("\x00", 1)[0]
+
+
+class TaskIdPadSpace(Base):
+    """task_id is a PAD SPACE primary key: 'build ' and 'build' are the same row."""
+
+    def _same(self, task_id: str) -> str | None:
+        return next((k for k in self._tasks if _pad_space(k) == _pad_space(task_id)), None)
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        if self._same(snapshot.task_id) is not None:
+            raise StoreError(f"duplicate key {snapshot.task_id!r}")
+        super().create(snapshot)
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        same = self._same(task_id)
+        return None if same is None else self._tasks[same]
+
+
+class TaskIdCaseFolded(Base):
+    """get() looks the id up case-insensitively (a _ci collation on the key)."""
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        wanted = task_id.casefold()
+        return next((t for k, t in self._tasks.items() if k.casefold() == wanted), None)
+
+
+class HistoryTaskIdCaseFolded(Base):
+    """history() selects rows by a case-insensitive task_id comparison."""
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Sequence[Transition]:
+        rows = [
+            row
+            for key, by_version in self._history.items()
+            if key.casefold() == task_id.casefold()
+            for row in by_version.values()
+            if row.version > since_version
+        ]
+        return sorted(rows, key=lambda r: r.version)
+
+
+class CommandIdPadSpace(Base):
+    """submit is INSERT IGNORE on a PAD SPACE key: 'c ' is silently dropped after 'c'."""
+
+    def submit_command(self, command: Command) -> None:
+        padded = _pad_space(command.command_id)
+        if command.command_id not in self._commands and any(
+            _pad_space(k) == padded for k in self._commands
+        ):
+            return
+        super().submit_command(command)
 
 
 # -- counts --------------------------------------------------------------------------------
@@ -868,9 +1088,9 @@ class AttributeErrorAfterClose(Base):
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
     "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
-    "CREATE-THEN-GET": (CreateResetsVersion,),
+    "CREATE-THEN-GET": (CreateResetsVersion, TaskIdPadSpace),
     "CREATE-DUPLICATE-RAISES": (CreateOverwrites,),
-    "GET-MISSING-NONE": (GetRaisesOnMissing,),
+    "GET-MISSING-NONE": (GetRaisesOnMissing, TaskIdPadSpace, TaskIdCaseFolded),
     "SAVE-CAS": (SaveOnlyStatus,),
     "SAVE-CONFLICT-RAISES": (SaveWithoutVersionCheck,),
     "SAVE-CONFLICT-DETAILS": (SaveConflictWithoutDetails,),
@@ -882,11 +1102,18 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "QUERY-ORDER-CREATED": (QueryIgnoresNewestFirst,),
     "QUERY-TIES-COMPLETE": (QueryDropsTies,),
     "QUERY-STATUSES": (QueryIgnoresStatuses,),
-    "QUERY-NAME-EXACT": (QueryNameCaseInsensitive,),
-    "QUERY-NAME-PREFIX-LITERAL": (QueryPrefixIsLike,),
-    "QUERY-TAG-EXACT": (QueryTagSubstring,),
+    "QUERY-NAME-EXACT": (
+        QueryNameCaseInsensitive, NameMatchedAsEscapedText, NamePadSpace, NameCaseFolded,
+        NameNormalised,
+    ),
+    "QUERY-NAME-PREFIX-LITERAL": (
+        QueryPrefixIsLike, PrefixMatchedAsEscapedText, PrefixPadSpace, PrefixCaseFolded,
+    ),
+    "QUERY-TAG-EXACT": (
+        QueryTagSubstring, TagMatchedAsEscapedJson, TagPadSpace, TagCaseFolded, TagNormalised,
+    ),
     "QUERY-BUCKETS": (QueryBucketZeroIsNone,),
-    "QUERY-PIPELINE": (QueryPipelinePrefix,),
+    "QUERY-PIPELINE": (QueryPipelinePrefix, PipelinePadSpace, PipelineCaseFolded),
     "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone),
     "QUERY-FILTERS-COMBINE": (QueryFiltersOred,),
     "QUERY-EMPTY-SET-MATCHES-NOTHING": (QueryEmptySetIsNoFilter,),
@@ -896,7 +1123,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "APPEND-FIRST-WINS": (AppendUpserts,),
     "HISTORY-ORDERED": (HistoryUnordered,),
     "HISTORY-SINCE": (HistoryIgnoresSince, HistorySinceInclusive),
-    "HISTORY-PER-TASK": (HistoryPrefixTask,),
+    "HISTORY-PER-TASK": (HistoryPrefixTask, HistoryTaskIdCaseFolded),
     "HISTORY-UNKNOWN-EMPTY": (HistoryUnknownRaises,),
     "TRANSITION-ROUNDTRIP": (TransitionDropsReason,),
     "TOUCH-NO-VERSION": (TouchBumpsVersion,),
@@ -922,7 +1149,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
     "TIME-INSTANT-ORDER": (SortsByWallClockText, LeaseExpiryByWallClock),
-    "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy,),
+    "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy, CommandIdPadSpace),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
     "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),
 }

@@ -11,17 +11,30 @@ store, from which every broken store is derived, passes all of them
 from __future__ import annotations
 
 import contextlib
+import json
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from broken_stores import BROKEN
+from broken_stores import (
+    BROKEN,
+    NamePadSpace,
+    NameTruncatedAtNul,
+    QueryBucketZeroIsNone,
+    QueryTagSubstring,
+    TagCaseFolded,
+    TagMatchedAsEscapedJson,
+    TaskIdPadSpace,
+    _TextComparedAs,
+)
 
 from chongming_conformance import contract as contract_package
+from chongming_conformance.alphabet import ESCAPED_CHARACTERS
 from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.protocol import TaskStore
+from reference_stores.memory import InMemoryTaskStore
 
 #: The contract's own source files (one module per protocol group).
 CONTRACT_DIR = Path(contract_package.__file__).resolve().parent
@@ -122,3 +135,109 @@ def test_every_contract_test_is_filed_under_a_clause_it_proves(name: str) -> Non
             f"{name} is filed under {clause_id}, but passes on every store breaking it: "
             f"{[s.__name__ for s in stores]}"
         )
+
+
+# -- the adversarial alphabet has no blind spot ------------------------------------------------
+#: filter -> (the clause, the contract test that must catch a one-character bug in it).
+ALPHABET_CHECKS = {
+    "tag": ("QUERY-TAG-EXACT", "test_query_tag_exact__adversarial_values_match_only_themselves"),
+    "name": ("QUERY-NAME-EXACT", "test_query_name_exact__adversarial_values_match_only_themselves"),
+    "name_prefix": (
+        "QUERY-NAME-PREFIX-LITERAL", "test_query_name_prefix_literal__adversarial_prefixes"
+    ),
+    "pipeline_run_id": (
+        "QUERY-PIPELINE", "test_query_pipeline__adversarial_values_match_only_themselves"
+    ),
+}
+
+
+def escapes_one_character_differently(filter_name: str, odd: str) -> type:
+    """A store whose ``filter_name`` compares escaped text, escaped differently for ``odd`` only.
+
+    The stored side is the codec's JSON escape; the query side writes ``odd`` as
+    an upper-case ``\\uXXXX`` (what MariaDB's JSON_QUOTE does for U+000B), or raw
+    where the codec's escape already is that.
+    """
+    upper = f"\\u{ord(odd):04X}"
+    odd_escaped = odd if json.dumps(odd)[1:-1] == upper else upper
+
+    def engine(text: str) -> str:
+        return "".join(odd_escaped if ch == odd else json.dumps(ch)[1:-1] for ch in text)
+
+    def codec(text: str) -> str:
+        return json.dumps(text)[1:-1]
+
+    attrs = {"filter": filter_name, "key": staticmethod(codec), "probe": staticmethod(engine),
+             "__doc__": f"{filter_name} escaped differently for U+{ord(odd):04X} only"}
+    return type(f"Escapes{ord(odd):04X}In_{filter_name}", (_TextComparedAs,), attrs)
+
+
+@pytest.mark.parametrize("filter_name", list(ALPHABET_CHECKS))
+@pytest.mark.parametrize("odd", ESCAPED_CHARACTERS, ids=lambda ch: f"U+{ord(ch):04X}")
+def test_a_bug_limited_to_one_character_is_caught(filter_name: str, odd: str) -> None:
+    """Every character of the alphabet, alone, is enough: the fixed samples hold them all."""
+    clause_id, name = ALPHABET_CHECKS[filter_name]
+    assert clause_id in clauses_of(getattr(StoreContract, name))
+    broken = escapes_one_character_differently(filter_name, odd)
+    failure = run_contract_test(name, broken)
+    assert failure is not None, f"{broken.__doc__}: {name} passed"
+    assert isinstance(failure, AssertionError), repr(failure)
+    named = f"U+{ord(odd):04X}" if not "!" <= odd <= "~" else repr(odd)[1:-1]
+    assert named in str(failure), f"the character is not shown: {failure}"
+
+
+# -- failure messages show the values ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("broken", "name", "shown"),
+    [
+        (NamePadSpace, "test_query_name_exact__no_prefix_or_case_folding",
+         "wrongly included: 't-4' name='build ' (U+0020 SPACE)"),
+        (QueryTagSubstring, "test_query_tag_exact__no_substring_matches",
+         "wrongly included: 't-1' tags={'ios'}"),
+        (TagCaseFolded, "test_query_tag_exact__adversarial_values_match_only_themselves",
+         "wrongly included: 'a-10' tags={'Build'}"),
+        (TagMatchedAsEscapedJson, "test_query_tag_exact__adversarial_values_match_only_themselves",
+         "missing:"),
+        (QueryBucketZeroIsNone, "test_query_buckets__membership_zero_and_none",
+         "missing:          't-0' bucket=None"),
+        (TaskIdPadSpace, "test_get_missing_none__confusable_id_is_missing",
+         "get('build ' (U+0020 SPACE))"),
+    ],
+    ids=lambda v: getattr(v, "__name__", None),
+)
+def test_failure_message_shows_the_values(broken: type, name: str, shown: str) -> None:
+    failure = run_contract_test(name, broken)
+    assert failure is not None, f"{broken.__name__} passed {name}"
+    assert shown in str(failure), f"expected {shown!r} in the message:\n{failure}"
+
+
+# -- NUL, for a store that claims to hold it ---------------------------------------------------
+ADVERSARIAL_TESTS = sorted(n for n in dir(StoreContract) if "adversarial" in n or "confusable" in n)
+
+
+def _run_with_nul(name: str, make: Callable[[], object]) -> BaseException | None:
+    contract = StoreContract()
+    contract.text_holds_nul = True
+    contract.make_store = make  # type: ignore[method-assign]
+    contract.setup_method()
+    try:
+        getattr(contract, name)()
+    except Exception as exc:
+        return exc
+    finally:
+        contract.teardown_method()
+    return None
+
+
+def test_nul_samples_pass_on_a_store_that_holds_nul() -> None:
+    assert len(ADVERSARIAL_TESTS) >= 8, ADVERSARIAL_TESTS
+    failures = {n: _run_with_nul(n, InMemoryTaskStore) for n in ADVERSARIAL_TESTS}
+    assert not any(failures.values()), failures
+
+
+def test_nul_samples_catch_c_string_truncation() -> None:
+    failure = _run_with_nul(
+        "test_query_name_exact__adversarial_values_match_only_themselves", NameTruncatedAtNul
+    )
+    assert failure is not None, "a name compared up to its first NUL passed"
+    assert "U+0000 NUL" in str(failure), str(failure)

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from .assertions import query_mismatch
 from .blame import blame
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
@@ -102,6 +103,13 @@ def check_query(
     hits = [t for t in stored if matches(t, query)]
     count = len(hits) if query.limit is None else min(query.limit, len(hits))
     try:
+        # Wrong membership first, worded with the values the filters read (name='build ').
+        hit_ids = {t.task_id for t in hits}
+        if any(t.task_id not in hit_ids for t in result) or (
+            query.limit is None and len(result) != len(hits)
+        ):
+            message = query_mismatch(f"query({q!r})", result, hits, q, ordered=False)
+            assert message is None, message
         _ordered_prefix_ok(
             list(result), hits, descending=query.newest_first, count=count, what=f"query({q!r})"
         )

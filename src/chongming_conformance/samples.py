@@ -5,7 +5,12 @@ Example-based checks want readable, fixed data; hypothesis strategies (in
 former. Times are offsets in seconds from a fixed instant ``T0`` so a test can
 say ``at(30)`` instead of spelling out datetimes, and ``full_snapshot`` sets
 every optional field with the values that catch silent losses: non-UTC and
-non-whole-hour offsets, microseconds, unicode, tags that collide as substrings.
+non-whole-hour offsets, microseconds, unicode, tags that collide as substrings,
+and free text holding every character of the adversarial alphabet
+(:mod:`chongming_conformance.alphabet`). :func:`adversarial_values` gives the
+contract one small, fixed set of strings that covers every class of that
+alphabet, so a store mishandling a single control character fails every run,
+not only when generation happens to draw it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
+from .alphabet import CONFUSABLE_PAIRS, ESCAPED_CHARACTERS, LITERAL_ESCAPES, NUL
 from .model import (
     Command,
     CommandKind,
@@ -24,9 +30,11 @@ from .model import (
 )
 
 __all__ = [
+    "ADVERSARIAL_TEXT",
     "KATHMANDU",
     "ST_JOHNS",
     "T0",
+    "adversarial_values",
     "at",
     "command",
     "full_command",
@@ -42,6 +50,37 @@ T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 KATHMANDU = timezone(timedelta(hours=5, minutes=45), "+05:45")
 #: -03:30 -- a non-whole-hour offset west of UTC.
 ST_JOHNS = timezone(-timedelta(hours=3, minutes=30), "-03:30")
+
+
+#: Every character of the adversarial alphabet in one string (NUL excluded), for free text.
+ADVERSARIAL_TEXT = "".join(ESCAPED_CHARACTERS)
+
+#: How many strings the escaped characters are dealt into (see adversarial_values).
+_GROUPS = 6
+
+
+def adversarial_values(*, include_nul: bool = False) -> tuple[str, ...]:
+    """Distinct strings covering the whole adversarial alphabet, deterministic and few.
+
+    * every character of :data:`~chongming_conformance.alphabet.ESCAPED_CHARACTERS`
+      (all C0 controls, DEL, U+2028/U+2029, lone combining marks, quotes,
+      backslash, spaces, 4-byte characters), dealt round-robin into a handful of
+      strings ``"v" + chars`` -- a store that encodes even one of them
+      differently for storage and for comparison misses the string holding it;
+    * both sides of every :data:`~chongming_conformance.alphabet.CONFUSABLE_PAIRS`
+      pair (PAD SPACE, case folding, ß/SS, Turkish İ, NFC/NFD, full width) -- a
+      store comparing text instead of code points returns one for the other;
+    * escape sequences spelled literally (``"\\u000b"``), which a store comparing
+      escaped text may confuse with the control itself.
+
+    ``include_nul=True`` adds NUL (outside the text domain) inside a string and
+    at the end of one (``"build\x00"`` next to ``"build"``: C-string truncation).
+    About thirty values: a few extra tasks per contract test, not hundreds.
+    """
+    groups = ["v" + "".join(ESCAPED_CHARACTERS[i::_GROUPS]) for i in range(_GROUPS)]
+    pairs = [text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right)]
+    nul = [f"v{NUL}w", f"build{NUL}"] if include_nul else []
+    return tuple(dict.fromkeys([*groups, *pairs, *LITERAL_ESCAPES, *nul]))
 
 
 def at(seconds: float, tz: tzinfo = UTC) -> datetime:
@@ -86,7 +125,9 @@ def full_snapshot(task_id: str = "task-full", **changes: object) -> TaskSnapshot
         pipeline_run_id="run-Ω-42",
         progress=Progress(done=41, total=100, message="step 41/100 — ½ done"),
         failure=Failure(
-            error_type="ValueError", message="bad input: «x»", detail="Trace…\n  line 1"
+            error_type="ValueError",
+            message="bad input: «x»",
+            detail="Trace…\n  line 1 " + ADVERSARIAL_TEXT,
         ),
         heartbeat_at=at(2.25, KATHMANDU),
         lease_owner="supervisor-β",
@@ -123,7 +164,7 @@ def full_transition(task_id: str = "task-full", version: int = 3) -> Transition:
         from_status=TaskStatus.RUNNING,
         to_status=TaskStatus.CANCELLED,
         at=at(3.000007, KATHMANDU),
-        reason="stopped by «operator» ☃",
+        reason="stopped by «operator» ☃ " + ADVERSARIAL_TEXT,
     )
 
 
@@ -148,6 +189,11 @@ def command(
 def full_command(command_id: str = "cmd-full", task_id: str = "task-full") -> Command:
     """A command with every submit-time field set, a non-UTC offset and unicode."""
     return replace(
-        command(command_id, task_id, kind=CommandKind.RETRY, issued_by="worker-β ☃"),
+        command(
+            command_id,
+            task_id,
+            kind=CommandKind.RETRY,
+            issued_by="worker-β ☃ " + ADVERSARIAL_TEXT,
+        ),
         created_at=at(4.000009, ST_JOHNS),
     )

@@ -19,9 +19,14 @@ generating it would report bugs that are not bugs:
   excluded because they are not encodable as UTF-8, so no UTF-8 backend can
   store them. Everything else is fair game and the generator leans on the
   characters that break stores: SQL ``LIKE`` wildcards ``%`` ``_`` ``\\``,
-  quotes, JSON metacharacters, combining marks (``e`` + U+0301 is *not* ``é``:
-  stores must not normalise), right-to-left text and controls, astral-plane
-  characters (two UTF-16 units, four UTF-8 bytes), case variants.
+  quotes, JSON metacharacters, the whole adversarial alphabet
+  (:mod:`chongming_conformance.alphabet`: every C0 control and DEL, U+2028/U+2029,
+  lone combining marks -- ``e`` + U+0301 is *not* ``é``: stores must not
+  normalise --, NBSP and other spaces, astral-plane characters), right-to-left
+  text, case variants. Names, tags, prefixes and run ids also draw whole
+  confusable pairs (``build``/``build ``, ``straße``/``STRASSE``, NFC/NFD,
+  full width) from :data:`~chongming_conformance.alphabet.CONFUSABLE_PAIRS`.
+  ``texts(nul=True)`` adds NUL, for a store that claims to hold it.
 * **datetimes** (:func:`aware_datetimes`): aware, microsecond precision, the UTC
   instant between ``1970-01-01`` and the end of ``2200`` by default, expressed in
   fixed UTC offsets from -12:00 to +14:00 including non-whole-hour ones
@@ -47,6 +52,14 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from .alphabet import (
+    C0_CONTROLS,
+    CONFUSABLE_PAIRS,
+    DEL,
+    ESCAPED_CHARACTERS,
+    LITERAL_ESCAPES,
+    NUL,
+)
 from .model import (
     Command,
     CommandKind,
@@ -59,6 +72,7 @@ from .model import (
 )
 
 __all__ = [
+    "ADVERSARIAL_POOL",
     "BUCKET_POOL",
     "FIXED_OFFSETS",
     "INT64_MAX",
@@ -115,8 +129,13 @@ FIXED_OFFSETS: tuple[tzinfo, ...] = (
     timezone(timedelta(0), "UTC+0 (not the UTC singleton)"),
 )
 
-#: Characters that have broken real stores; :func:`texts` draws them often.
-SPECIAL_CHARACTERS: tuple[str, ...] = (
+_CONFUSABLES: tuple[str, ...] = tuple(
+    dict.fromkeys(text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right))
+)
+
+#: Characters that have broken real stores; :func:`texts` draws them often. The
+#: adversarial alphabet is appended whole, so no class an engine escapes is missing.
+_BROKE_STORES: tuple[str, ...] = (
     "%", "_", "\\", "'", '"', "`", ";",  # SQL wildcards, escape, quotes
     "[", "]", "{", "}", ":", ",", "$", ".", "*", "?",  # JSON, JSONPath, glob
     "\n", "\r", "\t", "\x01", "\x7f",  # controls that survive every backend
@@ -126,6 +145,7 @@ SPECIAL_CHARACTERS: tuple[str, ...] = (
     "\U0001f600", "\U00010348", "\U0010fffd",  # astral plane, last plane
     "\uffff", "\ufffd",  # noncharacter, replacement character
 )
+SPECIAL_CHARACTERS: tuple[str, ...] = tuple(dict.fromkeys(_BROKE_STORES + ESCAPED_CHARACTERS))
 
 #: Tags that collide by prefix, suffix or substring; :func:`tag_sets` draws from it often.
 TAG_POOL: tuple[str, ...] = (
@@ -149,28 +169,56 @@ PREFIX_POOL: tuple[str, ...] = (
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
 #: Pipeline run ids drawn often (wildcards and a case variant included).
 PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
+#: Whole strings an engine escapes, pads, folds or normalises: both sides of every
+#: confusable pair (``build`` / ``build `` / ``Build``, ``straße`` / ``STRASSE``,
+#: NFC / NFD, full width), controls JSON encoders escape differently, escapes
+#: spelled literally. Names, tags, ids, run ids and prefixes draw from it; it is
+#: a separate branch so the collision pools above keep their density.
+ADVERSARIAL_POOL: tuple[str, ...] = tuple(dict.fromkeys((
+    *_CONFUSABLES,
+    "io\x0b", "io\x1f", "io\u2028", "io\x7f", "io\x85",
+    *LITERAL_ESCAPES,
+)))
 
-_LIKE_HEAVY = st.sampled_from(SPECIAL_CHARACTERS)
+# Three pools of equal weight, so the 32 controls neither crowd out the rest nor drown in it.
+_LIKE_HEAVY = st.one_of(
+    st.sampled_from(_BROKE_STORES),
+    st.sampled_from((*C0_CONTROLS, DEL)),
+    st.sampled_from([ch for ch in ESCAPED_CHARACTERS if ch not in (*C0_CONTROLS, DEL)]),
+)
 _ANY_CHAR = st.characters(
     codec="utf-8",  # excludes the surrogates: not encodable as UTF-8
     exclude_characters="\x00",  # PostgreSQL text cannot hold NUL
 )
 _ALPHABET = st.one_of(_LIKE_HEAVY, _ANY_CHAR)
+_ALPHABET_WITH_NUL = st.one_of(_LIKE_HEAVY, _ANY_CHAR, st.just(NUL))
 
 
 @functools.lru_cache(maxsize=512)
-def texts(*, min_size: int = 0, max_size: int = 12) -> SearchStrategy[str]:
+def texts(*, min_size: int = 0, max_size: int = 12, nul: bool = False) -> SearchStrategy[str]:
     """Adversarial strings inside the text domain (module docstring): no NUL, no surrogate.
 
     Half of the characters come from :data:`SPECIAL_CHARACTERS` (wildcards,
-    quotes, JSON syntax, combining, RTL, astral), the rest from all of Unicode.
+    quotes, JSON syntax, every C0 control, DEL, U+2028/U+2029, combining, spaces,
+    RTL, astral), the rest from all of Unicode. ``nul=True`` draws NUL too:
+    outside the domain, for a store that claims to hold it.
     """
-    return st.text(_ALPHABET, min_size=min_size, max_size=max_size)
+    # A list of characters joined, not st.text(alphabet): st.text merges the
+    # alphabet into one character range and then favours low code points, so
+    # U+2028, combining marks and astral characters were almost never drawn.
+    alphabet = _ALPHABET_WITH_NUL if nul else _ALPHABET
+    return st.lists(alphabet, min_size=min_size, max_size=max_size).map("".join)
 
 
 @functools.lru_cache(maxsize=512)
 def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
-    """Non-empty adversarial strings for primary keys (task, command and run ids)."""
+    """Non-empty adversarial strings for primary keys (task, command and run ids).
+
+    Every character of the alphabet, but not the whole confusable strings: ids
+    drawn from a small pool collide with the state machine's own id pools and
+    change what its runs explore. The contract's fixed samples use every
+    confusable pair as task, command and history ids in every run.
+    """
     return texts(min_size=1, max_size=max_size)
 
 
@@ -187,15 +235,28 @@ def command_ids() -> SearchStrategy[str]:
 
 
 @functools.lru_cache(maxsize=512)
+def _any_or_adversarial(max_size: int, min_size: int = 0) -> SearchStrategy[str]:
+    """Any text, or a whole :data:`ADVERSARIAL_POOL` string, as *one* branch.
+
+    ``.map(str)`` keeps hypothesis from flattening it into the caller's
+    ``one_of``: the collision pool there keeps its half of the draws, so the
+    io/ios and LIKE collisions stay as dense as before the pool was added.
+    """
+    anything = texts(min_size=min_size, max_size=max_size)
+    return st.one_of(anything, st.sampled_from(ADVERSARIAL_POOL)).map(str)
+
+
+@functools.lru_cache(maxsize=512)
 def names() -> SearchStrategy[str]:
-    """Task names: mostly from :data:`NAME_POOL` (LIKE/case/prefix collisions), else any text."""
-    return st.one_of(st.sampled_from(NAME_POOL), texts())
+    """Task names: :data:`NAME_POOL` (LIKE/case/prefix collisions), any text, or
+    :data:`ADVERSARIAL_POOL` (confusable pairs, controls)."""
+    return st.one_of(st.sampled_from(NAME_POOL), _any_or_adversarial(12))
 
 
 @functools.lru_cache(maxsize=512)
 def tags() -> SearchStrategy[str]:
-    """One tag: mostly from :data:`TAG_POOL` (io/ios/bio/``io,``...), else any text."""
-    return st.one_of(st.sampled_from(TAG_POOL), texts(max_size=6))
+    """One tag: :data:`TAG_POOL` (io/ios/bio/``io,``...), any text, or :data:`ADVERSARIAL_POOL`."""
+    return st.one_of(st.sampled_from(TAG_POOL), _any_or_adversarial(6))
 
 
 @functools.lru_cache(maxsize=512)
@@ -454,6 +515,7 @@ def _queries(
     values: dict[str, SearchStrategy[Any]] = {
         "statuses": st.frozensets(statuses()),
         "name": _pick(names_pool, names()),
+        # Adversarial prefixes ("build ", "Build"...) come whole from names().
         "name_prefix": st.sampled_from(PREFIX_POOL) | _pick(_prefixes(names_pool), names()),
         "tag": _pick(tags_pool, tags()),
         "buckets": st.frozensets(

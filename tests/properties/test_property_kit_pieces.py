@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis import core as hypothesis_core
 from hypothesis import strategies as st
 
-from chongming_conformance import clauses
+from chongming_conformance import alphabet, clauses, samples
 from chongming_conformance import strategies as cst
 from chongming_conformance.hypothesis_profiles import (
     PROFILES,
@@ -20,7 +20,8 @@ from chongming_conformance.hypothesis_profiles import (
     load_profile,
     profile_name,
 )
-from chongming_conformance.model import TaskSnapshot
+from chongming_conformance.model import TaskQuery, TaskSnapshot
+from chongming_conformance.oracle import check_query
 from chongming_conformance.properties import CodecProperties, StoreProperties
 from chongming_conformance.stateful import STATE_MACHINE_CLAUSES, StoreStateMachineTests
 
@@ -210,3 +211,85 @@ def test_no_profile_shrinks_unless_asked() -> None:
         assert Phase.shrink in hp.active_settings().phases
     finally:
         hp.set_shrink(False)
+
+
+# -- the adversarial alphabet: every class, in the strategies and in the fixed samples ---------
+def _collect(strategy: st.SearchStrategy[object], examples: int = 300) -> list[object]:
+    seen: list[object] = []
+
+    @settings(max_examples=examples, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(strategy)
+    def collect(value: object) -> None:
+        seen.append(value)
+
+    collect()
+    return seen
+
+
+def test_the_alphabet_has_every_class() -> None:
+    assert set(alphabet.C0_CONTROLS) == {chr(c) for c in range(1, 0x20)}
+    escaped = set(alphabet.ESCAPED_CHARACTERS)
+    assert alphabet.NUL not in escaped, "NUL is outside the text domain"
+    for ch in ("\x7f", "\u2028", "\u2029", "\u0301", "\\", '"', " ", "\U0001f600"):
+        assert ch in escaped, repr(ch)
+    reasons = " ".join(why for _, _, why in alphabet.CONFUSABLE_PAIRS)
+    for word in ("PAD SPACE", "case", "NFC", "full-width", "Turkish", "leading"):
+        assert word in reasons, word
+    lefts = {left for left, _, _ in alphabet.CONFUSABLE_PAIRS}
+    assert all(left != right and right not in lefts
+               for left, right, _ in alphabet.CONFUSABLE_PAIRS)
+
+
+def test_texts_draw_every_character_of_the_alphabet() -> None:
+    drawn = set("".join(str(v) for v in _collect(cst.texts(max_size=40), 1000)))
+    missing = [f"U+{ord(ch):04X}" for ch in alphabet.ESCAPED_CHARACTERS if ch not in drawn]
+    assert not missing, f"texts() never drew {missing}"
+    assert alphabet.NUL not in drawn
+
+
+def test_texts_draw_nul_only_when_asked() -> None:
+    drawn = set("".join(str(v) for v in _collect(cst.texts(max_size=40, nul=True))))
+    assert alphabet.NUL in drawn
+
+
+def test_the_adversarial_pool_holds_every_confusable_pair_and_controls() -> None:
+    pairs = {text for left, right, _ in alphabet.CONFUSABLE_PAIRS for text in (left, right)}
+    assert pairs <= set(cst.ADVERSARIAL_POOL)
+    assert any(ch in alphabet.C0_CONTROLS for value in cst.ADVERSARIAL_POOL for ch in value)
+    names = {str(v) for v in _collect(cst.names(), 300)}
+    tags = {str(v) for v in _collect(cst.tags(), 300)}
+    for drawn in (names, tags):
+        assert {"build", "build ", "STRASSE", "io\x0b"} <= drawn
+
+
+def test_fixed_samples_cover_the_whole_alphabet() -> None:
+    values = samples.adversarial_values()
+    assert len(values) == len(set(values)) and len(values) < 40, "few, distinct values"
+    held = set("".join(values))
+    assert set(alphabet.ESCAPED_CHARACTERS) <= held
+    for left, right, _ in alphabet.CONFUSABLE_PAIRS:
+        assert left in values and right in values
+    assert alphabet.NUL not in held
+    with_nul = samples.adversarial_values(include_nul=True)
+    assert "build\x00" in with_nul and set(values) < set(with_nul)
+    assert set(alphabet.ESCAPED_CHARACTERS) <= set(samples.ADVERSARIAL_TEXT)
+
+
+def test_describe_names_what_a_terminal_hides() -> None:
+    assert alphabet.describe("build") == "'build'"
+    assert alphabet.describe("build ") == "'build ' (U+0020 SPACE)"
+    assert "U+000B VT" in alphabet.describe("a\x0bb")
+    assert "U+0301 COMBINING ACUTE ACCENT" in alphabet.describe("cafe\u0301")
+
+
+def test_the_oracle_words_a_wrong_query_with_the_values() -> None:
+    stored = [samples.snapshot("t-0", name="build"),
+              samples.snapshot("t-4", name="build ", created=4),
+              samples.snapshot("t-5", tags=frozenset({"io"}), created=5)]
+    with pytest.raises(AssertionError) as wrong:
+        check_query(stored[:2], stored, TaskQuery(name="build"))
+    assert "wrongly included: 't-4' name='build ' (U+0020 SPACE)" in str(wrong.value)
+    with pytest.raises(AssertionError) as missing:
+        check_query([], stored, TaskQuery(tag="io"))
+    assert "missing:          't-5' tags={'io'}" in str(missing.value)

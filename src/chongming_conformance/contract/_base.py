@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from ..alphabet import describe
+from ..assertions import query_mismatch
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
 from ..protocol import TaskStore
+from ..samples import adversarial_values, snapshot
 from ..seam import StoreSeam
 
 __all__ = ["LEASE", "ContractBase"]
@@ -51,6 +54,10 @@ class ContractBase(StoreSeam):
 
     store: TaskStore
     _stack: contextlib.ExitStack
+    #: Set True in a subclass whose store holds NUL (U+0000) in text: the
+    #: adversarial samples then include it. NUL is outside the text domain
+    #: (PostgreSQL ``text`` cannot hold it), so the default leaves it out.
+    text_holds_nul: bool = False
 
     # -- lifecycle -------------------------------------------------------------------------
     def open_store(self) -> TaskStore:
@@ -86,5 +93,55 @@ class ContractBase(StoreSeam):
         for s in snaps:
             self.store.create(s)
 
+    def _adversarial_values(self) -> tuple[str, ...]:
+        """The fixed adversarial strings (``samples.adversarial_values``), NUL if claimed."""
+        return adversarial_values(include_nul=self.text_holds_nul)
+
+    def _create_adversarial(self) -> dict[str, str]:
+        """One task per adversarial value as its name, only tag and run id; id -> value.
+
+        The ids are plain (``a-00``...) so a failure shows which value broke.
+        """
+        made: dict[str, str] = {}
+        for i, value in enumerate(self._adversarial_values()):
+            task_id = f"a-{i:02d}"
+            self.store.create(
+                snapshot(task_id, name=value, tags=frozenset({value}), pipeline_run_id=value,
+                         created=i)
+            )
+            made[task_id] = value
+        return made
+
+    def _create_with_id(self, task: TaskSnapshot, others: Sequence[str]) -> None:
+        """``create(task)``, failing with the value if the store refuses a new id."""
+        try:
+            self.store.create(task)
+        except Exception as exc:
+            raise AssertionError(
+                f"create() of the new id {describe(task.task_id)} raised "
+                f"{type(exc).__name__}: {exc}; ids already stored: "
+                f"{', '.join(describe(o) for o in others)} -- the store equates ids that "
+                "differ (collation, PAD SPACE, normalisation?)"
+            ) from exc
+
     def _query_ids(self, **filters: Any) -> list[str]:
         return _ids(self.store.query(TaskQuery(**filters)))
+
+    def _assert_query(
+        self, expected: Sequence[str], why: str, *, ordered: bool = True, **filters: Any
+    ) -> None:
+        """``query(TaskQuery(**filters))`` returns the ids ``expected``; else fail with values.
+
+        The message names each wrongly included and each missing task with the
+        field the filter reads (``'t-4' name='build ' (U+0020 SPACE)``).
+        """
+        q = TaskQuery(**filters)
+        got = list(self.store.query(q))
+        if _ids(got) == list(expected) or (not ordered and sorted(_ids(got)) == sorted(expected)):
+            return
+        stored = {t.task_id: t for t in self.store.query()}
+        want = [stored.get(i) or self.store.get(i) for i in expected]
+        shown = [t for t in want if t is not None]
+        call = "query(" + ", ".join(f"{k}={v!r}" for k, v in filters.items()) + ")"
+        message = query_mismatch(f"{why}: {call}", got, shown, q, ordered=ordered)
+        raise AssertionError(message or f"{why}: {call} returned {_ids(got)!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+from ..alphabet import describe
 from ..assertions import expect_raises as _raises
 from ..clauses import checks
 from ..errors import StoreError
@@ -51,6 +52,27 @@ class CommandContract(ContractBase):
         )
         assert isinstance(got[0].kind, CommandKind), "kind must be a CommandKind"
         assert got[0].created_at.utcoffset() is not None, "naive created_at"
+
+    @checks("COMMAND-ROUNDTRIP")
+    def test_command_roundtrip__adversarial_ids_and_text(self) -> None:
+        values = self._adversarial_values()
+        sent = [
+            replace(command(value, value, issued_by=value), created_at=at(i))
+            for i, value in enumerate(values)
+        ]
+        for c in sent:
+            self.store.submit_command(c)
+        now = at(1000)
+        got = {c.command_id: c for c in self.store.claim_commands(
+            now=now, lease_seconds=LEASE, limit=len(sent) + 1)}
+        for c in sent:
+            back = got.get(c.command_id)
+            expected = replace(c, lease_until=now + timedelta(seconds=LEASE))
+            assert back == expected, (
+                f"command {describe(c.command_id)} did not come back intact: "
+                + (_diff(expected, back) if back is not None else
+                   f"not claimed; claimed ids: {[describe(i) for i in got]}")
+            )
 
     @checks("SUBMIT-DUPLICATE-RAISES")
     def test_submit_duplicate_raises__conflict_leaves_original(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..alphabet import describe
 from ..clauses import checks
 from ..model import (
     TaskStatus,
@@ -69,6 +70,20 @@ class HistoryContract(ContractBase):
         got = list(self.store.history("t-1"))
         assert {t.task_id for t in got} == {"t-1"}, f"history('t-1') leaked {got}"
         assert _versions(got) == [1, 2, 3]
+
+    @checks("HISTORY-PER-TASK")
+    def test_history_per_task__adversarial_task_ids(self) -> None:
+        values = self._adversarial_values()
+        for i, value in enumerate(values):
+            self.store.append(transition(value, 1, when=i, reason=value))
+        for i, value in enumerate(values):
+            got = list(self.store.history(value))
+            expected = [transition(value, 1, when=i, reason=value)]
+            assert got == expected, (
+                f"history({describe(value)}) returned "
+                f"{[(describe(t.task_id), describe(t.reason or '')) for t in got]}, "
+                "expected that task's one row: task ids compare code point by code point"
+            )
 
     @checks("HISTORY-UNKNOWN-EMPTY")
     def test_history_unknown_empty__no_error(self) -> None:

@@ -66,20 +66,21 @@ class QueryContract(ContractBase):
         statuses = [TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.FAILED, TaskStatus.RUNNING]
         for i, status in enumerate(statuses):
             self.store.create(snapshot(f"t-{i}", status=status, created=i))
-        assert self._query_ids(statuses={TaskStatus.RUNNING}) == ["t-1", "t-3"]
-        assert self._query_ids(statuses={TaskStatus.RUNNING, TaskStatus.FAILED}) == [
-            "t-1",
-            "t-2",
-            "t-3",
-        ]
-        assert self._query_ids(statuses={TaskStatus.LOST}) == [], "no task is LOST"
+        self._assert_query(["t-1", "t-3"], "one status", statuses={TaskStatus.RUNNING})
+        self._assert_query(
+            ["t-1", "t-2", "t-3"],
+            "two statuses",
+            statuses={TaskStatus.RUNNING, TaskStatus.FAILED},
+        )
+        self._assert_query([], "no task is LOST", statuses={TaskStatus.LOST})
 
     @checks("QUERY-NAME-EXACT")
     def test_query_name_exact__no_prefix_or_case_folding(self) -> None:
         for i, name in enumerate(["build", "build-2", "Build", "rebuild", "build "]):
             self.store.create(snapshot(f"t-{i}", name=name, created=i))
-        assert self._query_ids(name="build") == ["t-0"], "name must match exactly"
-        assert self._query_ids(name="BUILD") == [], "name match is case-sensitive"
+        self._assert_query(["t-0"], "name must match exactly", name="build")
+        self._assert_query([], "name match is case-sensitive", name="BUILD")
+        self._assert_query(["t-4"], "trailing spaces count (no PAD SPACE)", name="build ")
 
     @checks("QUERY-NAME-PREFIX-LITERAL")
     def test_query_name_prefix_literal__wildcards_match_themselves(self) -> None:
@@ -125,31 +126,31 @@ class QueryContract(ContractBase):
         ]
         for i, tags in enumerate(tag_sets):
             self.store.create(snapshot(f"t-{i}", tags=frozenset(tags), created=i))
-        assert self._query_ids(tag="io") == ["t-0", "t-9"], "'io' must not match ios/bio/IO/io,"
-        assert self._query_ids(tag="i") == ["t-3"], "'i' must not match a longer tag"
-        assert self._query_ids(tag="IO") == ["t-4"], "tag match is case-sensitive"
-        assert self._query_ids(tag=",") == [], "',' is no task's tag (JSON separators!)"
-        assert self._query_ids(tag='","') == [], "a quoted separator is no task's tag"
-        assert self._query_ids(tag='say "hi"') == ["t-7"], "tags with quotes"
-        assert self._query_ids(tag="[x]") == ["t-8"], "tags with brackets"
-        assert self._query_ids(tag="io,") == ["t-5"], "tags with a comma"
-        assert self._query_ids(tag="") == [], "the empty tag is no task's tag"
+        self._assert_query(["t-0", "t-9"], "'io' must not match ios/bio/IO/io,", tag="io")
+        self._assert_query(["t-3"], "'i' must not match a longer tag", tag="i")
+        self._assert_query(["t-4"], "tag match is case-sensitive", tag="IO")
+        self._assert_query([], "',' is no task's tag (JSON separators!)", tag=",")
+        self._assert_query([], "a quoted separator is no task's tag", tag='","')
+        self._assert_query(["t-7"], "tags with quotes", tag='say "hi"')
+        self._assert_query(["t-8"], "tags with brackets", tag="[x]")
+        self._assert_query(["t-5"], "tags with a comma", tag="io,")
+        self._assert_query([], "the empty tag is no task's tag", tag="")
 
     @checks("QUERY-BUCKETS")
     def test_query_buckets__membership_zero_and_none(self) -> None:
         for i, bucket in enumerate([0, 1, 2, None, 1, 10]):
             self.store.create(snapshot(f"t-{i}", bucket=bucket, created=i))
-        assert self._query_ids(buckets={1, 2}) == ["t-1", "t-2", "t-4"]
-        assert self._query_ids(buckets={0}) == ["t-0"], "bucket 0 is a bucket (falsy trap)"
-        assert self._query_ids(buckets={3}) == [], "no task in bucket 3"
+        self._assert_query(["t-1", "t-2", "t-4"], "bucket membership", buckets={1, 2})
+        self._assert_query(["t-0"], "bucket 0 is a bucket (falsy trap)", buckets={0})
+        self._assert_query([], "no task in bucket 3", buckets={3})
         assert "t-3" not in self._query_ids(buckets={0, 1, 2, 10}), "bucket None never matches"
 
     @checks("QUERY-PIPELINE")
     def test_query_pipeline__exact_run_id(self) -> None:
         for i, run in enumerate(["run-1", "run-10", None, "run-1", "RUN-1"]):
             self.store.create(snapshot(f"t-{i}", pipeline_run_id=run, created=i))
-        assert self._query_ids(pipeline_run_id="run-1") == ["t-0", "t-3"]
-        assert self._query_ids(pipeline_run_id="run-") == [], "no prefix matching"
+        self._assert_query(["t-0", "t-3"], "exact run id", pipeline_run_id="run-1")
+        self._assert_query([], "no prefix matching", pipeline_run_id="run-")
 
     @checks("QUERY-LIMIT")
     def test_query_limit__first_n_in_requested_order(self) -> None:
@@ -209,6 +210,40 @@ class QueryContract(ContractBase):
         assert self._query_ids(statuses=frozenset()) == [], "statuses=frozenset() matches none"
         assert self._query_ids(buckets=frozenset()) == [], "buckets=frozenset() matches none"
         assert self._query_ids(statuses=None, buckets=None) == ["t-0", "t-1"], "None = no filter"
+
+    # ========================================================================================
+    # the adversarial alphabet, in every run: each value matches itself and nothing else
+    # ========================================================================================
+    @checks("QUERY-NAME-EXACT")
+    def test_query_name_exact__adversarial_values_match_only_themselves(self) -> None:
+        made = self._create_adversarial()
+        for value in made.values():
+            expected = [i for i, v in made.items() if v == value]
+            self._assert_query(expected, "names compare code point by code point", name=value)
+
+    @checks("QUERY-NAME-PREFIX-LITERAL")
+    def test_query_name_prefix_literal__adversarial_prefixes(self) -> None:
+        made = self._create_adversarial()
+        prefixes = [p for v in made.values() for p in (v, v[:-1]) if p]
+        for prefix in dict.fromkeys(prefixes):
+            expected = [i for i, v in made.items() if v.startswith(prefix)]
+            self._assert_query(expected, "a prefix compares code points", name_prefix=prefix)
+
+    @checks("QUERY-TAG-EXACT")
+    def test_query_tag_exact__adversarial_values_match_only_themselves(self) -> None:
+        made = self._create_adversarial()
+        for value in made.values():
+            expected = [i for i, v in made.items() if v == value]
+            self._assert_query(expected, "tags compare code point by code point", tag=value)
+
+    @checks("QUERY-PIPELINE")
+    def test_query_pipeline__adversarial_values_match_only_themselves(self) -> None:
+        made = self._create_adversarial()
+        for value in made.values():
+            expected = [i for i, v in made.items() if v == value]
+            self._assert_query(
+                expected, "run ids compare code point by code point", pipeline_run_id=value
+            )
 
     # ========================================================================================
     # counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..alphabet import CONFUSABLE_PAIRS, describe
 from ..assertions import expect_raises as _raises
 from ..clauses import checks
 from ..errors import ConcurrencyConflict, StoreError
@@ -45,6 +46,31 @@ class TaskContract(ContractBase):
         self.store.create(snapshot("t-1"))
         assert self.store.get("nope") is None, "get() of an unknown id"
         assert self.store.get("t-") is None, "get() must match the id exactly, not a prefix"
+
+    @checks("CREATE-THEN-GET")
+    def test_create_then_get__adversarial_ids_are_distinct(self) -> None:
+        values = self._adversarial_values()
+        for i, value in enumerate(values):
+            self._create_with_id(snapshot(value, name=f"n-{i}", created=i), values[:i])
+        for i, value in enumerate(values):
+            got = self.store.get(value)
+            assert got == snapshot(value, name=f"n-{i}", created=i), (
+                f"get({describe(value)}) returned "
+                f"{None if got is None else (describe(got.task_id), got.name)!r}, "
+                f"expected the task created as n-{i}"
+            )
+
+    @checks("GET-MISSING-NONE")
+    def test_get_missing_none__confusable_id_is_missing(self) -> None:
+        kept = list(dict.fromkeys(left for left, _, _ in CONFUSABLE_PAIRS))
+        for i, stored in enumerate(kept):
+            self._create_with_id(snapshot(stored, created=i), kept[:i])
+        for left, right, why in CONFUSABLE_PAIRS:
+            got = self.store.get(right)
+            assert got is None, (
+                f"get({describe(right)}) returned the task {describe(got.task_id)}; "
+                f"only {describe(left)} is stored ({why})"
+            )
 
     # ========================================================================================
     # save
