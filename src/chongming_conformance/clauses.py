@@ -119,7 +119,7 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PROTOCOL-METHODS", _M, "§1", _C,
      "The store has all 14 TaskStore methods with the protocol's parameter names, "
      "defaults and keyword-only markers; no inheritance or registration is needed."),
-    ("PROTOCOL-KEYWORD-ONLY", _S, "§1 §8", _C,
+    ("PROTOCOL-KEYWORD-ONLY", _S, "§1", _C,
      "Parameters the protocol makes keyword-only are declared keyword-only, not accepted "
      "positionally and not swallowed by **kwargs (a wrong call then fails loudly)."),
     # -- create / get --------------------------------------
@@ -128,11 +128,11 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("CREATE-DUPLICATE-RAISES", _M, "§2", _C,
      "create() with an existing task_id raises StoreError and leaves the stored task "
      "unchanged (never a silent overwrite)."),
-    ("XP-CREATE-EXCLUSIVE", _M, "§2.1 §2.4 §8 §9", _X,
+    ("XP-CREATE-EXCLUSIVE", _M, "§2", _X,
      "When several processes create the same task_id (or submit the same command_id) at "
      "once, exactly one succeeds, the others raise StoreError, and the stored record is "
      "the winner's."),
-    ("GET-MISSING-NONE", _M, "§2.1", _C,
+    ("GET-MISSING-NONE", _M, "§2", _C,
      "get() of an unknown task_id returns None and does not raise."),
     # -- save ----------------------------------------------
     ("SAVE-CAS", _M, "§2", _C,
@@ -235,11 +235,11 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-TOUCH-SAVE", _M, "§4", _X,
      "With one process touching at high rate and another saving, no save conflicts "
      "because of a touch, the lease is never clobbered, and only saves move the version."),
-    ("XP-SAVE-KEEPS-LEASE", _M, "§2.1 §2.3 §8", _X,
+    ("XP-SAVE-KEEPS-LEASE", _M, "§2", _X,
      "While one process renews a task's lease with touch and another keeps saving the "
      "task, the lease read after both stop is the renewer's latest (no save carries an "
      "older lease back)."),
-    ("XP-TOUCH-VISIBLE", _M, "§2.3 §7 §8", _X,
+    ("XP-TOUCH-VISIBLE", _M, "§4", _X,
      "A touch is committed when it returns: another process reads its progress, "
      "heartbeat and lease at once, even if the toucher writes nothing else."),
     # -- commands ------------------------------------------
@@ -293,7 +293,7 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PRUNE-COMMANDS", _S, "§6 §10", _C,
      "prune() drops the commands of the tasks it drops, so none is claimed for a task "
      "that no longer exists."),
-    ("XP-PRUNE-SAVE-RACE", _M, "§2.5 §3 §8", _X,
+    ("XP-PRUNE-SAVE-RACE", _M, "§6", _X,
      "prune() racing saves that move terminal tasks back to a non-terminal status never "
      "drops a task whose save succeeded (the terminal test and the delete are one step)."),
     # -- time and round-trip -------------------------------
