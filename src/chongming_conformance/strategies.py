@@ -172,8 +172,10 @@ PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
 #: Whole strings an engine escapes, pads, folds or normalises: both sides of every
 #: confusable pair (``build`` / ``build `` / ``Build``, ``straße`` / ``STRASSE``,
 #: NFC / NFD, full width), controls JSON encoders escape differently, escapes
-#: spelled literally. Names, tags, ids, run ids and prefixes draw from it; it is
-#: a separate branch so the collision pools above keep their density.
+#: spelled literally. :func:`names` and :func:`tags` (and so name prefixes) draw
+#: from it as part of their non-pool branch, so the collision pools above keep
+#: their density. Ids draw every *character* of the alphabet through
+#: :func:`texts` but not these whole strings (see :func:`identifiers`).
 ADVERSARIAL_POOL: tuple[str, ...] = tuple(dict.fromkeys((
     *_CONFUSABLES,
     "io\x0b", "io\x1f", "io\u2028", "io\x7f", "io\x85",

@@ -112,7 +112,7 @@ def test_hanging_call_fails_its_test_naming_the_method_and_the_run_goes_on(
 ) -> None:
     result = run(
         stores, "--chongming-store=mystores:make_hanging", "--chongming-timeout=0.5",
-        "-k", "create_then_get or counts_all_keys", "--chongming-report=r.json",
+        "-k", "create_then_get__returns or counts_all_keys", "--chongming-report=r.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
@@ -158,7 +158,7 @@ def test_broken_store_fails_under_the_right_clause(stores: pytest.Pytester) -> N
 
 def test_declared_deviation_that_deviates_is_reported_deviation(stores: pytest.Pytester) -> None:
     result = run(
-        stores, "--chongming-store=mystores:make_substring_tags", "-k", "tag_exact",
+        stores, "--chongming-store=mystores:make_substring_tags", "-k", "tag_exact__no_substring",
         "--chongming-report=r.json",
     )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
@@ -171,7 +171,7 @@ def test_declared_deviation_that_deviates_is_reported_deviation(stores: pytest.P
 
 def test_declared_deviation_that_passes_fails_the_run(stores: pytest.Pytester) -> None:
     result = run(
-        stores, "--chongming-store=mystores:make_falsely_deviating", "-k", "tag_exact",
+        stores, "--chongming-store=mystores:make_falsely_deviating", "-k", "tag_exact__no_substring",
         "--chongming-report=r.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -309,7 +309,7 @@ def test_hanging_close_fails_the_teardown_and_the_run_goes_on(pytester: pytest.P
     )
     result = run(
         pytester, "--chongming-store=stuckclose:make_store", "--chongming-timeout=0.5",
-        "-k", "create_then_get or counts_all_keys",
+        "-k", "create_then_get__returns or counts_all_keys",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
