@@ -17,6 +17,17 @@ from chongming_conformance.clauses import CLAUSES, Level
 from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS
 
 ALL = cases()
+#: The default run (and CI) takes every SAMPLE_EVERY-th store, in the matrix's fixed order,
+#: so every kind of broken store (contract, property, stress) is represented and the run
+#: stays within CI's budget; ``-m precision_full`` runs the rest (docs/benchmarks.md has the
+#: full matrix and its wall time: about 45 min serial on a loaded 2-core box).
+SAMPLE_EVERY = 4
+
+
+def _marked(index: int, case: Case) -> object:
+    if index % SAMPLE_EVERY == 0:
+        return pytest.param(case, id=case.id)
+    return pytest.param(case, id=case.id, marks=pytest.mark.precision_full)
 #: Stores whose break still FAILs more than MAX_FAILING clauses: knock-ons in single-clause
 #: contract tests that no check attributes yet (docs/benchmarks.md lists them). Their exact
 #: FAIL set is still asserted, so a regression or an improvement shows.
@@ -46,7 +57,7 @@ OVER_BUDGET: frozenset[str] = frozenset({
 MAX_FAILING = 3
 
 
-@pytest.mark.parametrize("case", ALL, ids=[c.id for c in ALL])
+@pytest.mark.parametrize("case", [_marked(i, c) for i, c in enumerate(ALL)])
 def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> None:
     got = run_case(case, tmp_path)
     if case.refused:
