@@ -171,7 +171,8 @@ def test_declared_deviation_that_deviates_is_reported_deviation(stores: pytest.P
 
 def test_declared_deviation_that_passes_fails_the_run(stores: pytest.Pytester) -> None:
     result = run(
-        stores, "--chongming-store=mystores:make_falsely_deviating", "-k", "tag_exact__no_substring",
+        stores, "--chongming-store=mystores:make_falsely_deviating",
+        "-k", "tag_exact__no_substring",
         "--chongming-report=r.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
