@@ -49,10 +49,13 @@ OVER_BUDGET: frozenset[str] = frozenset({
     "broken_stores:TruncatesMicroseconds",
     "property_broken_stores:StoresLocalTime",
     "property_broken_stores:PruneDropsNonTerminal",
+    "property_broken_stores:ClaimIgnoresLease",
     "stress_stores:NoLeaseClaim",
     "stress_stores:ExpiryIgnoredClaim",
     "stress_stores:TouchBumpsVersion",
 })
+#: Clauses a broken store may or may not fail from run to run (see the test).
+MAY_ALSO_FAIL: frozenset[str] = frozenset({"XP-MIXED-WORKLOAD"})
 #: A broken promise may really break a second or third clause; never more.
 MAX_FAILING = 3
 
@@ -66,12 +69,14 @@ def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> N
         assert "not a TaskStore" in got.output, got.output
         return
     assert got.exit_code == pytest.ExitCode.TESTS_FAILED, got.output[-3000:]
-    assert got.failing == case.fails, (
+    # The mixed random workload races timing, not a fixed script: whether it also catches a
+    # given cross-process bug in one run is chance, so that one clause may come and go.
+    assert got.failing - MAY_ALSO_FAIL == case.fails - MAY_ALSO_FAIL, (
         f"FAIL set {sorted(got.failing)}, expected {sorted(case.fails)}:\n{got.output[-3000:]}"
     )
     assert got.failing, "a broken store must FAIL at least one clause"
     if case.id not in OVER_BUDGET:
-        assert len(got.failing) <= MAX_FAILING, sorted(got.failing)
+        assert len(got.failing - MAY_ALSO_FAIL) <= MAX_FAILING, sorted(got.failing)
     for cid, (outcome, note) in got.clauses.items():
         if cid in case.fails:
             continue
