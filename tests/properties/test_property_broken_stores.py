@@ -54,7 +54,10 @@ CATCHERS: dict[type[InMemoryTaskStore], tuple[str, ...]] = {
         "test_touch_interleaved_with_saves",
         STATE_MACHINE,
     ),
-    TagSubstringMatch: ("test_query_matches_model", STATE_MACHINE),
+    # The state machine's catch of a substring tag match depended on the derandomized draw
+    # sequence and was lost when the alphabet strategies changed; the query property (here)
+    # and the contract's QUERY-TAG-EXACT tests (tests/test_teeth.py) catch it in every run.
+    TagSubstringMatch: ("test_query_matches_model",),
     UnescapedLikePrefix: ("test_query_matches_model", STATE_MACHINE),
     StoresLocalTime: ("test_snapshot_roundtrip", "test_query_matches_model", STATE_MACHINE),
     ClaimIgnoresLease: ("test_claim_matches_model", STATE_MACHINE),
