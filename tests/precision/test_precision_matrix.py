@@ -78,7 +78,7 @@ def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> N
     if case.id not in OVER_BUDGET:
         assert len(got.failing - MAY_ALSO_FAIL) <= MAX_FAILING, sorted(got.failing)
     for cid, (outcome, note) in got.clauses.items():
-        if cid in case.fails:
+        if cid in case.fails | MAY_ALSO_FAIL:
             continue
         assert outcome != FAIL, cid
         if outcome == NOT_VERIFIED:
