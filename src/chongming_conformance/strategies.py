@@ -74,6 +74,7 @@ from .model import (
 __all__ = [
     "ADVERSARIAL_POOL",
     "BUCKET_POOL",
+    "CONFUSABLE_IDS",
     "FIXED_OFFSETS",
     "INT64_MAX",
     "INTEGER_BOUNDARIES",
@@ -175,7 +176,7 @@ PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
 #: spelled literally. :func:`names` and :func:`tags` (and so name prefixes) draw
 #: from it as part of their non-pool branch, so the collision pools above keep
 #: their density. Ids draw every *character* of the alphabet through
-#: :func:`texts` but not these whole strings (see :func:`identifiers`).
+#: :func:`texts`, and whole confusable strings (see :func:`identifiers`).
 ADVERSARIAL_POOL: tuple[str, ...] = tuple(dict.fromkeys((
     *_CONFUSABLES,
     "io\x0b", "io\x1f", "io\u2028", "io\x7f", "io\x85",
@@ -212,16 +213,27 @@ def texts(*, min_size: int = 0, max_size: int = 12, nul: bool = False) -> Search
     return st.lists(alphabet, min_size=min_size, max_size=max_size).map("".join)
 
 
+#: Both sides of every confusable pair, as whole ids: a key column with a PAD SPACE or
+#: case-insensitive collation makes ``build`` and ``build `` one row.
+CONFUSABLE_IDS: tuple[str, ...] = _CONFUSABLES
+
+
 @functools.lru_cache(maxsize=512)
 def identifiers(*, max_size: int = 12) -> SearchStrategy[str]:
     """Non-empty adversarial strings for primary keys (task, command and run ids).
 
-    Every character of the alphabet, but not the whole confusable strings: ids
-    drawn from a small pool collide with the state machine's own id pools and
-    change what its runs explore. The contract's fixed samples use every
-    confusable pair as task, command and history ids in every run.
+    Two draws in three are :func:`texts` (every character of the alphabet); one in three
+    is a whole :data:`CONFUSABLE_IDS` string, so two ids an engine's collation calls equal
+    (``build`` / ``build ``, ``straße`` / ``STRASSE``, NFC / NFD) meet in one run as often
+    as two equal ids do. The contract's fixed samples also use every pair as task,
+    command and history ids in every run; this puts them into the properties and the
+    state machine too.
     """
-    return texts(min_size=1, max_size=max_size)
+    return st.one_of(
+        texts(min_size=1, max_size=max_size),
+        texts(min_size=1, max_size=max_size),
+        st.sampled_from(CONFUSABLE_IDS),
+    )
 
 
 @functools.lru_cache(maxsize=512)

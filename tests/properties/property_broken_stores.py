@@ -179,6 +179,36 @@ class PruneDropsNonTerminal(Base):
             return len(doomed)
 
 
+class _PadSpaceKeys(dict[str, TaskSnapshot]):
+    """A dict whose keys compare as a PAD SPACE collation does: trailing spaces ignored."""
+
+    def __getitem__(self, key: str) -> TaskSnapshot:
+        return super().__getitem__(key.rstrip(" "))
+
+    def __setitem__(self, key: str, value: TaskSnapshot) -> None:
+        super().__setitem__(key.rstrip(" "), value)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key.rstrip(" "))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.rstrip(" "))
+
+    def get(self, key: str, default: TaskSnapshot | None = None) -> TaskSnapshot | None:  # type: ignore[override]
+        return super().get(key.rstrip(" "), default)
+
+    def pop(self, key: str, *default: TaskSnapshot | None) -> TaskSnapshot | None:  # type: ignore[override]
+        return super().pop(key.rstrip(" "), *default)
+
+
+class TaskIdPadSpace(Base):
+    """Task ids are keys under a PAD SPACE collation (MariaDB utf8mb4_bin): 'build ' is 'build'."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tasks = _PadSpaceKeys()
+
+
 BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {
     "save requires exactly version+1": SaveRequiresNextVersion,
     "touch bumps the version": TouchBumpsVersion,
@@ -189,4 +219,5 @@ BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {
     "claim ignores an unexpired lease": ClaimIgnoresLease,
     "release marks complete": ReleaseMarksComplete,
     "prune drops a non-terminal task": PruneDropsNonTerminal,
+    "task ids compared with PAD SPACE": TaskIdPadSpace,
 }

@@ -9,6 +9,7 @@ from stress_stores import CachingReads, CheckThenWriteSave, shared
 
 from chongming_conformance.stress.harness import Anomaly
 from chongming_conformance.stress.hints import common_cause
+from chongming_conformance.stress.runner import ScenarioResult
 
 
 def _anomaly(kind: str, **evidence: Any) -> Anomaly:
@@ -59,6 +60,8 @@ def test_a_per_process_cache_gets_the_visibility_hint_end_to_end() -> None:
     assert result.kinds() == {"stale-read"}, result.report()
     hint = common_cause(result.anomalies)
     assert hint is not None and "per-process cache" in hint, result.report()
+    # The failure message the contract raises (ScenarioResult.report) carries it, second line.
+    assert result.report().splitlines()[1] == f"  hint: {hint}"
 
 
 def test_a_non_atomic_save_gets_the_cas_hint_end_to_end() -> None:
@@ -66,3 +69,11 @@ def test_a_non_atomic_save_gets_the_cas_hint_end_to_end() -> None:
     assert result.kinds() == {"lost-update"}, result.report()
     hint = common_cause(result.anomalies)
     assert hint is not None and "conditional UPDATE" in hint, result.report()
+    assert f"  hint: {hint}" in result.report().splitlines()
+
+
+def test_a_report_without_a_shared_cause_has_no_hint_line() -> None:
+    result = ScenarioResult("save_race", ("XP-SAVE-ATOMIC",), "quick",
+                            anomalies=[_anomaly("lost-update"), _anomaly("torn-read")])
+    assert result.hint is None
+    assert "hint:" not in result.report()

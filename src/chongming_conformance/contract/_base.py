@@ -9,12 +9,14 @@ opened: ``store.close()`` first, then the factory's teardown.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from ..alphabet import describe
 from ..assertions import query_mismatch
+from ..blame import blame, blamed, same_snapshot, snapshot_culprit
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
 from ..protocol import TaskStore
 from ..samples import adversarial_values, snapshot
@@ -79,6 +81,61 @@ class ContractBase(StoreSeam):
     def teardown_method(self, method: object = None) -> None:
         self.close_stack(self._stack)
 
+    # -- preconditions --------------------------------------------------------------------
+    # A test proves one clause; the calls that set its scene rely on others. When one of
+    # those calls misbehaves, the failure is evidence against *that* call's clause, not the
+    # test's: these helpers check the scene as they set it and blame a broken step on its
+    # own clause (blame.py), so the report shows the test's clause NOT VERIFIED with a
+    # knock-on note and the broken clause FAIL -- never FAIL by association.
+    def _given(self, *snaps: TaskSnapshot) -> None:
+        """Create each task as a precondition, and check it reads back as created."""
+        for s in snaps:
+            blamed(("CREATE-THEN-GET",), functools.partial(self.store.create, s))
+            got = blamed(("CREATE-THEN-GET",), functools.partial(self.store.get, s.task_id))
+            same_snapshot(s, got, f"precondition: create({s.task_id!r}) then get()",
+                          clause="CREATE-THEN-GET")
+
+    def _given_saved(self, s: TaskSnapshot, *, expect_version: int) -> None:
+        """A conditional save that must succeed as a precondition, checked by reading back.
+
+        The stored lease is carried over by a save (SAVE-KEEPS-LEASE), so the read-back
+        is compared with the lease taken from the row as it was before the save.
+        """
+        before = self._present(s.task_id)
+        blamed(("SAVE-CAS",), lambda: self.store.save(s, expect_version=expect_version))
+        want = replace(s, lease_owner=before.lease_owner, lease_until=before.lease_until)
+        got = blamed(("CREATE-THEN-GET",), lambda: self.store.get(s.task_id))
+        same_snapshot(want, got, f"precondition: save({s.task_id!r}, expect_version="
+                      f"{expect_version}) then get()", lease_clause="SAVE-KEEPS-LEASE",
+                      clause="SAVE-CAS")
+
+    def _present(self, task_id: str) -> TaskSnapshot:
+        """``get`` of a task the test created: there, or CREATE-THEN-GET is broken."""
+        found = blamed(("CREATE-THEN-GET",), lambda: self.store.get(task_id))
+        if found is None:
+            exc = AssertionError(f"precondition: get({task_id!r}) is None for a created task")
+            blame(exc, ("CREATE-THEN-GET",))
+            raise exc
+        return found
+
+    def _absent(self, task_id: str) -> bool:
+        """Is ``task_id`` absent? A ``get`` that raises instead of returning None is
+        GET-MISSING-NONE's failure, not the calling test's."""
+        return blamed(("GET-MISSING-NONE",), lambda: self.store.get(task_id)) is None
+
+    def _all_tasks(self) -> list[TaskSnapshot]:
+        """Every stored task, as a means to an end: ``query()`` and ``query(TaskQuery())``
+        must agree (and not raise), or the failure is QUERY-ALL's."""
+        got = blamed(("QUERY-ALL",), lambda: list(self.store.query()))
+        explicit = blamed(("QUERY-ALL",), lambda: list(self.store.query(TaskQuery())))
+        if _ids(got) != _ids(explicit):
+            exc = AssertionError(
+                f"query() returned {_ids(got)!r} but query(TaskQuery()) {_ids(explicit)!r}"
+            )
+            blame(exc, ("QUERY-ALL",))
+            raise exc
+        return got
+
     # -- helpers ------------------------------------------------------------------------------
     def _get(self, task_id: str) -> TaskSnapshot:
         found = self.store.get(task_id)
@@ -86,12 +143,42 @@ class ContractBase(StoreSeam):
         return found
 
     def _assert_stored(self, expected: TaskSnapshot, why: str) -> None:
+        """The stored task equals ``expected``. When only data fields differ (or only
+        times), the culprit is the round trip (SNAPSHOT-FULL-ROUNDTRIP, TIME-UTC-ROUNDTRIP),
+        whatever the test set out to prove; otherwise the test's own clause."""
         actual = self.store.get(expected.task_id)
-        assert actual == expected, f"{why}: {_diff(expected, actual)}"
+        if actual == expected:
+            return
+        exc = AssertionError(f"{why}: {_diff(expected, actual)}")
+        culprit = snapshot_culprit(expected, actual, "")
+        if culprit:
+            blame(exc, (culprit,))
+        raise exc
+
+    def _given_touched(self, task_id: str, **fields_: Any) -> None:
+        """``touch`` as a precondition: the named fields are set, the version is not moved."""
+        before = self._present(task_id)
+        blamed(("TOUCH-ONLY-NAMED-FIELDS",), lambda: self.store.touch(task_id, **fields_))
+        after = self._present(task_id)
+        if after.status_version != before.status_version:
+            exc = AssertionError(
+                f"precondition: touch({task_id!r}) moved the version "
+                f"{before.status_version} -> {after.status_version}"
+            )
+            blame(exc, ("TOUCH-NO-VERSION",))
+            raise exc
+        lease = {"lease_owner", "lease_until"}
+        for name, value in fields_.items():
+            if getattr(after, name) != value:
+                exc = AssertionError(
+                    f"precondition: touch({task_id!r}, {name}={value!r}) stored "
+                    f"{getattr(after, name)!r}"
+                )
+                blame(exc, ("TOUCH-LEASE" if name in lease else "TOUCH-ONLY-NAMED-FIELDS",))
+                raise exc
 
     def _create_all(self, *snaps: TaskSnapshot) -> None:
-        for s in snaps:
-            self.store.create(s)
+        self._given(*snaps)
 
     def _adversarial_values(self) -> tuple[str, ...]:
         """The fixed adversarial strings (``samples.adversarial_values``), NUL if claimed."""

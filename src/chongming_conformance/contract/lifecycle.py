@@ -48,8 +48,10 @@ class LifecycleContract(ContractBase):
     # ========================================================================================
     def _prune_fixture(self) -> None:
         """Old non-terminal tasks, then five terminal ones inserted out of order."""
-        self.store.create(snapshot("old-pending", status=TaskStatus.PENDING, created=-100))
-        self.store.create(snapshot("old-running", status=TaskStatus.RUNNING, created=-50))
+        self._given(
+            snapshot("old-pending", status=TaskStatus.PENDING, created=-100),
+            snapshot("old-running", status=TaskStatus.RUNNING, created=-50),
+        )
         terminal = [
             TaskStatus.SUCCEEDED,
             TaskStatus.FAILED,
@@ -58,7 +60,7 @@ class LifecycleContract(ContractBase):
             TaskStatus.SUCCEEDED,
         ]
         for i in (3, 0, 4, 1, 2):
-            self.store.create(snapshot(f"done-{i}", status=terminal[i], created=i))
+            self._given(snapshot(f"done-{i}", status=terminal[i], created=i))
         for tid in ("old-running", "done-0", "done-3"):
             self.store.append(transition(tid, 1))
             self.store.append(transition(tid, 2, to=TaskStatus.SUCCEEDED))
@@ -102,7 +104,7 @@ class LifecycleContract(ContractBase):
     # ========================================================================================
     @checks("CLOSE-IDEMPOTENT")
     def test_close_idempotent__twice_no_error(self) -> None:
-        self.store.create(snapshot("t-1"))
+        self._given(snapshot("t-1"))
         self.store.close()
         self.store.close()
 

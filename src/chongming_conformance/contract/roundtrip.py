@@ -44,7 +44,7 @@ class RoundTripContract(ContractBase):
 
     @checks("SNAPSHOT-FULL-ROUNDTRIP")
     def test_snapshot_full_roundtrip__save_get_every_field(self) -> None:
-        self.store.create(snapshot("t-1", version=1))
+        self._given(snapshot("t-1", version=1))
         full = full_snapshot("t-1", status_version=2, lease_owner=None, lease_until=None)
         self.store.save(full, expect_version=1)
         self._assert_stored(full, "full snapshot through save()")

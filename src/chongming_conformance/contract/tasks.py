@@ -34,16 +34,16 @@ class TaskContract(ContractBase):
     @checks("CREATE-DUPLICATE-RAISES")
     def test_create_duplicate_raises__conflict_leaves_original(self) -> None:
         original = snapshot("t-1", name="original", status=TaskStatus.RUNNING, version=5)
-        self.store.create(original)
+        self._given(original)
         impostor = snapshot("t-1", name="impostor", status=TaskStatus.PENDING, version=1)
         _raises(StoreError, lambda: self.store.create(impostor), "create() of an existing id")
         self._assert_stored(original, "a refused create() must not change the stored task")
-        assert len(self.store.query()) == 1, "a refused create() added a row"
+        assert len(self._all_tasks()) == 1, "a refused create() added a row"
 
     @checks("GET-MISSING-NONE")
     def test_get_missing_none__empty_and_populated_store(self) -> None:
         assert self.store.get("nope") is None, "get() of an unknown id on an empty store"
-        self.store.create(snapshot("t-1"))
+        self._given(snapshot("t-1"))
         assert self.store.get("nope") is None, "get() of an unknown id"
         assert self.store.get("t-") is None, "get() must match the id exactly, not a prefix"
 
@@ -77,7 +77,7 @@ class TaskContract(ContractBase):
     # ========================================================================================
     @checks("SAVE-CAS")
     def test_save_cas__matching_version_is_written(self) -> None:
-        self.store.create(snapshot("t-1", version=1))
+        self._given(snapshot("t-1", version=1))
         v2 = snapshot("t-1", version=2, status=TaskStatus.RUNNING, started_at=at(1))
         self.store.save(v2, expect_version=1)
         self._assert_stored(v2, "get() after save(expect_version=stored)")
@@ -87,9 +87,9 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-CONFLICT-RAISES")
     def test_save_conflict_raises__stale_version_conflict_changes_nothing(self) -> None:
-        self.store.create(snapshot("t-1", version=1))
+        self._given(snapshot("t-1", version=1))
         v2 = snapshot("t-1", version=2, status=TaskStatus.RUNNING)
-        self.store.save(v2, expect_version=1)
+        self._given_saved(v2, expect_version=1)
         stale = snapshot("t-1", version=3, name="stale", status=TaskStatus.FAILED)
         _raises(
             ConcurrencyConflict,
@@ -101,7 +101,7 @@ class TaskContract(ContractBase):
     @checks("SAVE-CONFLICT-RAISES")
     def test_save_conflict_raises__future_version_conflict_changes_nothing(self) -> None:
         original = snapshot("t-1", version=4)
-        self.store.create(original)
+        self._given(original)
         for expect in (5, 6, 100):
             ahead = snapshot("t-1", version=expect + 1, name="ahead", status=TaskStatus.FAILED)
 
@@ -117,7 +117,7 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-CONFLICT-DETAILS")
     def test_save_conflict_details__task_expected_actual(self) -> None:
-        self.store.create(snapshot("t-1", version=2))
+        self._given(snapshot("t-1", version=2))
         exc = _raises(
             ConcurrencyConflict,
             lambda: self.store.save(snapshot("t-1", version=9), expect_version=8),
@@ -135,11 +135,11 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-NO-AUTO-RETRY")
     def test_save_no_auto_retry__second_writer_is_refused_not_merged(self) -> None:
-        self.store.create(snapshot("t-1", version=1))
+        self._given(snapshot("t-1", version=1))
         # Two writers both read version 1. A saves first; B must be told, not retried.
         writer_a = snapshot("t-1", version=2, name="writer-a", status=TaskStatus.RUNNING)
         writer_b = snapshot("t-1", version=2, name="writer-b", status=TaskStatus.CANCELLED)
-        self.store.save(writer_a, expect_version=1)
+        self._given_saved(writer_a, expect_version=1)
         _raises(
             ConcurrencyConflict,
             lambda: self.store.save(writer_b, expect_version=1),
@@ -149,7 +149,7 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-VERSION-SKIP")
     def test_save_version_skip__gaps_are_accepted(self) -> None:
-        self.store.create(snapshot("t-1", version=2))
+        self._given(snapshot("t-1", version=2))
         path = [(2, 4), (4, 5), (5, 19), (19, 1000)]
         for expect, new in path:
             s = snapshot("t-1", version=new, name=f"at-{new}")
@@ -158,7 +158,7 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-VERSION-SKIP")
     def test_save_version_skip__from_zero(self) -> None:
-        self.store.create(snapshot("t-1", version=0))
+        self._given(snapshot("t-1", version=0))
         s = snapshot("t-1", version=3)
         self.store.save(s, expect_version=0)
         self._assert_stored(s, "save() from version 0 to 3")
@@ -166,7 +166,7 @@ class TaskContract(ContractBase):
     @checks("SAVE-KEEPS-LEASE")
     def test_save_keeps_lease__lease_from_create_survives(self) -> None:
         leased = snapshot("t-1", version=1, lease_owner="sup-1", lease_until=at(300))
-        self.store.create(leased)
+        self._given(leased)
         in_memory = snapshot("t-1", version=2, status=TaskStatus.RUNNING)  # lease None
         self.store.save(in_memory, expect_version=1)
         got = self._get("t-1")
@@ -177,8 +177,8 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-KEEPS-LEASE")
     def test_save_keeps_lease__lease_from_touch_survives(self) -> None:
-        self.store.create(snapshot("t-1", version=1))
-        self.store.touch("t-1", lease_owner="sup-2", lease_until=at(120))
+        self._given(snapshot("t-1", version=1))
+        self._given_touched("t-1", lease_owner="sup-2", lease_until=at(120))
         # The snapshot carries an older, different lease: it must still be ignored.
         old = snapshot("t-1", version=2, lease_owner="sup-old", lease_until=at(5))
         self.store.save(old, expect_version=1)
@@ -195,5 +195,5 @@ class TaskContract(ContractBase):
             lambda: self.store.save(ghost, expect_version=1),
             "save() of a task that does not exist",
         )
-        assert self.store.get("ghost") is None, "save() of a missing task created it"
-        assert list(self.store.query()) == [], "save() of a missing task added a row"
+        assert self._absent("ghost"), "save() of a missing task created it"
+        assert self._all_tasks() == [], "save() of a missing task added a row"

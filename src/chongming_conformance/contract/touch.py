@@ -26,7 +26,7 @@ class TouchContract(ContractBase):
     # ========================================================================================
     @checks("TOUCH-NO-VERSION")
     def test_touch_no_version__version_unchanged_and_save_still_matches(self) -> None:
-        self.store.create(snapshot("t-1", version=3, status=TaskStatus.RUNNING))
+        self._given(snapshot("t-1", version=3, status=TaskStatus.RUNNING))
         for i in range(5):
             self.store.touch("t-1", progress=Progress(done=i), heartbeat_at=at(i))
         self.store.touch("t-1", lease_owner="sup", lease_until=at(90))
@@ -38,7 +38,7 @@ class TouchContract(ContractBase):
     @checks("TOUCH-ONLY-NAMED-FIELDS")
     def test_touch_only_named_fields__each_argument_alone(self) -> None:
         original = full_snapshot("t-1")
-        self.store.create(original)
+        self._given(original)
         self.store.touch("t-1")
         self._assert_stored(original, "touch() with every argument None must change nothing")
         p = Progress(done=99, total=None, message=None)
@@ -65,12 +65,12 @@ class TouchContract(ContractBase):
             lease_until=at(30),
         )
         self.store.touch("ghost")
-        assert self.store.get("ghost") is None, "touch() of a missing task created it"
-        assert list(self.store.query()) == [], "touch() of a missing task added a row"
+        assert self._absent("ghost"), "touch() of a missing task created it"
+        assert self._all_tasks() == [], "touch() of a missing task added a row"
 
     @checks("TOUCH-LEASE")
     def test_touch_lease__stored_and_renewed(self) -> None:
-        self.store.create(snapshot("t-1"))
+        self._given(snapshot("t-1"))
         self.store.touch("t-1", lease_owner="sup-1", lease_until=at(30, KATHMANDU))
         got = self._get("t-1")
         assert (got.lease_owner, got.lease_until) == ("sup-1", at(30)), "touch() lease"
@@ -80,7 +80,7 @@ class TouchContract(ContractBase):
 
     @checks("TOUCH-SIGNALS-SEPARATE")
     def test_touch_signals_separate__heartbeat_and_lease_independent(self) -> None:
-        self.store.create(snapshot("t-1"))
+        self._given(snapshot("t-1"))
         self.store.touch("t-1", heartbeat_at=at(10))
         got = self._get("t-1")
         assert got.heartbeat_at == at(10), "heartbeat_at not stored verbatim"

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..factory import enter_opener, picklability_problem
 from .harness import Anomaly, Harness, Opener
+from .hints import common_cause
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile, get_profile
 
@@ -52,6 +53,11 @@ class ScenarioResult:
     def kinds(self) -> set[str]:
         return {a.kind for a in self.anomalies}
 
+    @property
+    def hint(self) -> str | None:
+        """The one cause every anomaly shares, when they fit a known pattern (see ``hints``)."""
+        return common_cause(self.anomalies)
+
     def report(self, limit: int = 8) -> str:
         """A readable summary: verdict, then errors, then the first anomalies per kind."""
         head = (f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
@@ -59,6 +65,9 @@ class ScenarioResult:
                                          f"{len(self.anomalies)} anomalies, "
                                          f"{len(self.errors)} errors"))
         lines = [head]
+        hint = self.hint
+        if hint is not None:
+            lines.append(f"  hint: {hint}")
         lines += [f"  ERROR {e}" for e in self.errors[:limit]]
         shown: dict[str, int] = {}
         for a in self.anomalies:
