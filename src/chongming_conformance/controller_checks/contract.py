@@ -25,6 +25,7 @@ elapsed time. No pytest import: plain ``assert``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -37,6 +38,7 @@ from ..protocol import TaskStore
 from ..seam import StoreSeam
 from .crossprocess import DEADLINE, run_cross_process
 from .faults import FaultyStore
+from .preflight import explain
 
 __all__ = ["ControllerContract"]
 
@@ -393,3 +395,26 @@ class ControllerContract(StoreSeam):
     @checks("XP-CTRL-KILLED-HOLDER")
     def test_xp_ctrl_killed_holder__reconcile_in_a_new_process(self) -> None:
         self.run_cross_process("killed_holder")
+
+    def open_fresh_store(self) -> TaskStore:
+        """One more store for the check (closed at teardown); ``preflight.explain`` uses it."""
+        return self.open_into(self._stack)
+
+
+def _explained(test: Callable[[ControllerContract], None]) -> Callable[[ControllerContract], None]:
+    """Run ``test``; if it fails, let :func:`preflight.explain` tell a knock-on from a finding."""
+
+    @functools.wraps(test)
+    def run(self: ControllerContract) -> None:
+        try:
+            test(self)
+        except Exception as exc:
+            explain(exc, self.open_fresh_store)
+            raise
+
+    return run
+
+
+for _name, _test in list(vars(ControllerContract).items()):
+    if _name.startswith("test_"):
+        setattr(ControllerContract, _name, _explained(_test))
