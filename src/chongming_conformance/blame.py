@@ -13,8 +13,9 @@ This module is the one owner of the note's format: :func:`blame` writes it,
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
+from datetime import datetime
 from typing import TypeVar
 
 from .clauses import CLAUSES
@@ -28,8 +29,11 @@ __all__ = [
     "leaf_failures",
     "notes_blame",
     "parse_blames",
+    "record_culprit",
+    "records_culprit",
     "same_snapshot",
     "snapshot_culprit",
+    "touch_culprit",
 ]
 
 BLAME_NOTE = "chongming-blame: "
@@ -115,7 +119,43 @@ def parse_blames(text: str) -> tuple[str, ...]:
     return tuple(named)
 
 
-_TIME_FIELDS = frozenset({"created_at", "updated_at", "heartbeat_at", "lease_until"})
+def _differing(expected: object, actual: object) -> set[str]:
+    return {
+        f.name
+        for f in fields(expected)  # type: ignore[arg-type]
+        if getattr(expected, f.name) != getattr(actual, f.name)
+    }
+
+
+def _times_only(expected: object, actual: object, differ: set[str]) -> bool:
+    """Every differing field holds a datetime on both sides: a time encoding bug."""
+    return bool(differ) and all(
+        isinstance(getattr(expected, n), datetime) and isinstance(getattr(actual, n), datetime)
+        for n in differ
+    )
+
+
+def record_culprit(expected: object, actual: object, default: str) -> str:
+    """The clause a read-back record (task, transition or command) that differs from what
+    was written shows broken: TIME-UTC-ROUNDTRIP when only datetimes differ (a time
+    stored in another zone, or truncated), else ``default``."""
+    if expected is None or actual is None or type(expected) is not type(actual):
+        return default
+    differ = _differing(expected, actual)
+    return "TIME-UTC-ROUNDTRIP" if _times_only(expected, actual, differ) else default
+
+
+def records_culprit(
+    expected: Sequence[object], actual: Sequence[object], default: str
+) -> str:
+    """:func:`record_culprit` for two lists read back (history, a claim): TIME-UTC-ROUNDTRIP
+    only when they pair up one to one and every pair differs in datetimes alone."""
+    if len(expected) != len(actual):
+        return default
+    pairs = [(e, a) for e, a in zip(expected, actual, strict=True) if e != a]
+    if pairs and all(record_culprit(e, a, "") == "TIME-UTC-ROUNDTRIP" for e, a in pairs):
+        return "TIME-UTC-ROUNDTRIP"
+    return default
 
 
 def snapshot_culprit(
@@ -123,20 +163,51 @@ def snapshot_culprit(
 ) -> str:
     """The clause a read-back that differs from what was written shows broken.
 
-    Only times differ: TIME-UTC-ROUNDTRIP; other data fields (not the version, not
+    Only datetimes differ: TIME-UTC-ROUNDTRIP; other data fields (not the version, not
     the lease): SNAPSHOT-FULL-ROUNDTRIP; otherwise (missing row, wrong version, wrong
     status) the operation's own clause ``default``.
     """
     if expected is None or actual is None:
         return default
-    differ = {
-        f.name for f in fields(TaskSnapshot) if getattr(expected, f.name) != getattr(actual, f.name)
-    }
-    if differ and differ <= _TIME_FIELDS:
+    differ = _differing(expected, actual)
+    if _times_only(expected, actual, differ):
         return "TIME-UTC-ROUNDTRIP"
     if differ and not differ & {"status", "status_version", "lease_owner", "lease_until"}:
         return "SNAPSHOT-FULL-ROUNDTRIP"
     return default
+
+
+_LEASE = frozenset({"lease_owner", "lease_until"})
+_TOUCHABLE = frozenset({"progress", "heartbeat_at", *_LEASE})
+
+
+def touch_culprit(
+    expected: TaskSnapshot | None, actual: TaskSnapshot | None, named: Iterable[str]
+) -> str:
+    """The touch clause a read-back after ``touch(**named)`` shows broken.
+
+    A row for a task that does not exist: TOUCH-MISSING-IGNORED; only the version
+    moved: TOUCH-NO-VERSION; a heartbeat that moved the lease or a lease that moved the
+    heartbeat: TOUCH-SIGNALS-SEPARATE; a named lease field stored wrong: TOUCH-LEASE;
+    anything else (a field that was not named changed, a named one stored wrong):
+    TOUCH-ONLY-NAMED-FIELDS.
+    """
+    if expected is None:
+        return "TOUCH-MISSING-IGNORED"
+    if actual is None:
+        return "TOUCH-ONLY-NAMED-FIELDS"
+    given = set(named)
+    differ = _differing(expected, actual)
+    if differ == {"status_version"}:
+        return "TOUCH-NO-VERSION"
+    unnamed = differ - given
+    if unnamed and unnamed <= _LEASE and "heartbeat_at" in given:
+        return "TOUCH-SIGNALS-SEPARATE"
+    if unnamed == {"heartbeat_at"} and given & _LEASE:
+        return "TOUCH-SIGNALS-SEPARATE"
+    if not unnamed and differ and differ <= _LEASE:
+        return "TOUCH-LEASE"
+    return "TOUCH-ONLY-NAMED-FIELDS"
 
 
 def same_snapshot(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from .assertions import query_mismatch
-from .blame import blame
+from .blame import blame, record_culprit, records_culprit, snapshot_culprit
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
 __all__ = [
@@ -127,7 +127,6 @@ _FILTER_CLAUSES: dict[str, str] = {
     "buckets": "QUERY-BUCKETS",
     "pipeline_run_id": "QUERY-PIPELINE",
 }
-_TIME_FIELDS = frozenset({"created_at", "updated_at", "heartbeat_at", "lease_until"})
 
 
 def _filter_clauses(task: TaskSnapshot, q: TaskQuery, *, failing: bool) -> set[str]:
@@ -164,10 +163,7 @@ def query_culprits(
     for got in result:
         want = by_id.get(got.task_id)
         if want is not None and got != want:
-            differ = {f for f in want.__dataclass_fields__ if getattr(got, f) != getattr(want, f)}
-            return ("TIME-UTC-ROUNDTRIP",) if differ <= _TIME_FIELDS else (
-                "SNAPSHOT-FULL-ROUNDTRIP",
-            )
+            return (snapshot_culprit(want, got, "SNAPSHOT-FULL-ROUNDTRIP"),)
     if q.limit is not None and len(result) > q.limit:
         return ("QUERY-LIMIT",)
     returned = {t.task_id for t in result}
@@ -214,7 +210,7 @@ def history_culprits(
     if sorted(keys) == sorted(want):
         if keys != want:
             return ("HISTORY-ORDERED",)
-        return ("TRANSITION-ROUNDTRIP",)
+        return (records_culprit(expected, got, "TRANSITION-ROUNDTRIP"),)
     task_ids = {t.task_id for t in expected} | ({expected[0].task_id} if expected else set())
     if task_ids and any(t.task_id not in task_ids for t in got):
         return ("HISTORY-PER-TASK",)
@@ -336,7 +332,8 @@ def claim_culprits(
         if want is not None and replace(got, lease_until=None) != replace(
             want, lease_until=None
         ):
-            return ("COMMAND-ROUNDTRIP",)
+            return (record_culprit(replace(want, lease_until=None),
+                                   replace(got, lease_until=None), "COMMAND-ROUNDTRIP"),)
         if want is not None and got.lease_until is None:
             return ("SUBMIT-THEN-CLAIM",)
     returned = {c.command_id for c in result}

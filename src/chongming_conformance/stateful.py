@@ -55,7 +55,7 @@ from hypothesis.stateful import (
 from . import strategies as cst
 from .assertions import QUERY_CLAUSES
 from .assertions import expect_raises as _raises
-from .blame import blame, blamed, same_snapshot
+from .blame import blame, blamed, same_snapshot, touch_culprit
 from .clauses import checks
 from .errors import ConcurrencyConflict, StoreError
 from .hypothesis_profiles import active_settings
@@ -420,12 +420,15 @@ class StoreStateMachine(RuleBasedStateMachine):
         self.model.touch(
             task_id, progress=progress, heartbeat_at=beat, lease_owner=owner, lease_until=until
         )
-        same_snapshot(
-            self.model.tasks.get(task_id),
-            read_task(self.store, task_id, exists=task_id in self.model.tasks),
-            "get() after touch()",
-            version_clause="TOUCH-NO-VERSION",
-        )
+        expected = self.model.tasks.get(task_id)
+        got = read_task(self.store, task_id, exists=expected is not None)
+        named = {
+            name for name, value in (("progress", progress), ("heartbeat_at", beat),
+                                     ("lease_owner", owner), ("lease_until", until))
+            if value is not None
+        }
+        blamed((touch_culprit(expected, got, named),),
+               lambda: _same(expected, got, "get() after touch()"))
 
     # -- commands --------------------------------------------------------------------
     @precondition(lambda self: not self.closed)

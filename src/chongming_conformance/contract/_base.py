@@ -16,7 +16,14 @@ from typing import Any
 
 from ..alphabet import describe
 from ..assertions import query_mismatch
-from ..blame import blame, blamed, same_snapshot, snapshot_culprit
+from ..blame import (
+    blame,
+    blamed,
+    records_culprit,
+    same_snapshot,
+    snapshot_culprit,
+    touch_culprit,
+)
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
 from ..protocol import TaskStore
 from ..samples import adversarial_values, snapshot
@@ -155,27 +162,50 @@ class ContractBase(StoreSeam):
             blame(exc, (culprit,))
         raise exc
 
-    def _given_touched(self, task_id: str, **fields_: Any) -> None:
-        """``touch`` as a precondition: the named fields are set, the version is not moved."""
+    def _assert_history(self, task_id: str, expected: list[Transition], why: str) -> None:
+        """``history(task_id)`` equals ``expected``; rows that differ in their times alone
+        are TIME-UTC-ROUNDTRIP's failure (a truncated or re-zoned ``at``), not the test's."""
+        got = list(self.store.history(task_id))
+        if got == expected:
+            return
+        exc = AssertionError(f"{why}: history({task_id!r}) is {got!r}, expected {expected!r}")
+        culprit = records_culprit(expected, got, "")
+        if culprit:
+            blame(exc, (culprit,))
+        raise exc
+
+    def _touch(self, task_id: str, **named: Any) -> TaskSnapshot:
+        """``touch(task_id, **named)``, then the task as stored.
+
+        Fields the call did not name must not move; if one does (or the version does), the
+        failure is the touch clause :func:`~chongming_conformance.blame.touch_culprit`
+        names, checked before the calling test asserts what it set out to prove.
+        """
         before = self._present(task_id)
-        blamed(("TOUCH-ONLY-NAMED-FIELDS",), lambda: self.store.touch(task_id, **fields_))
+        self.store.touch(task_id, **named)
         after = self._present(task_id)
-        if after.status_version != before.status_version:
+        expected = before.evolve(**named) if named else before
+        moved = {
+            f.name for f in fields(TaskSnapshot)
+            if f.name not in named and getattr(after, f.name) != getattr(expected, f.name)
+        }
+        if moved:
             exc = AssertionError(
-                f"precondition: touch({task_id!r}) moved the version "
-                f"{before.status_version} -> {after.status_version}"
+                f"touch({task_id!r}, {', '.join(named) or 'nothing'}) also changed "
+                f"{sorted(moved)}: {_diff(expected, after)}"
             )
-            blame(exc, ("TOUCH-NO-VERSION",))
+            blame(exc, (touch_culprit(expected, after, named),))
             raise exc
-        lease = {"lease_owner", "lease_until"}
-        for name, value in fields_.items():
-            if getattr(after, name) != value:
-                exc = AssertionError(
-                    f"precondition: touch({task_id!r}, {name}={value!r}) stored "
-                    f"{getattr(after, name)!r}"
-                )
-                blame(exc, ("TOUCH-LEASE" if name in lease else "TOUCH-ONLY-NAMED-FIELDS",))
-                raise exc
+        return after
+
+    def _given_touched(self, task_id: str, **named: Any) -> None:
+        """``touch`` as a precondition: the named fields are stored, nothing else moves."""
+        after = blamed(("TOUCH-ONLY-NAMED-FIELDS",), lambda: self._touch(task_id, **named))
+        expected = {k: v for k, v in named.items() if getattr(after, k) != v}
+        if expected:
+            exc = AssertionError(f"precondition: touch({task_id!r}) did not store {expected}")
+            blame(exc, (touch_culprit(after.evolve(**named), after, named),))
+            raise exc
 
     def _create_all(self, *snaps: TaskSnapshot) -> None:
         self._given(*snaps)

@@ -73,8 +73,10 @@ class RoundTripContract(ContractBase):
     @checks("TIME-INSTANT-ORDER")
     def test_time_instant_order__query_orders_by_instant_not_text(self) -> None:
         # 'east' is earlier as an instant but later as wall-clock text.
-        self.store.create(snapshot("west", created_at=at(3600, ST_JOHNS)))
-        self.store.create(snapshot("east", created_at=at(1800, KATHMANDU)))
-        self.store.create(snapshot("utc", created_at=at(2700)))
+        self._given(
+            snapshot("west", created_at=at(3600, ST_JOHNS)),
+            snapshot("east", created_at=at(1800, KATHMANDU)),
+            snapshot("utc", created_at=at(2700)),
+        )
         assert self._query_ids() == ["east", "utc", "west"], "query() must order by instant"
         assert self._query_ids(newest_first=True) == ["west", "utc", "east"]

@@ -54,6 +54,9 @@ class TaskContract(ContractBase):
             self._create_with_id(snapshot(value, name=f"n-{i}", created=i), values[:i])
         for i, value in enumerate(values):
             got = self.store.get(value)
+            if got is not None and got.task_id == value:
+                made = snapshot(value, name=f"n-{i}", created=i)
+                self._assert_stored(made, "get() after create()")
             assert got == snapshot(value, name=f"n-{i}", created=i), (
                 f"get({describe(value)}) returned "
                 f"{None if got is None else (describe(got.task_id), got.name)!r}, "

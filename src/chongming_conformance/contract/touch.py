@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..blame import blame, touch_culprit
 from ..clauses import checks
 from ..model import (
     Progress,
+    TaskSnapshot,
     TaskStatus,
 )
 from ..samples import (
@@ -13,7 +17,7 @@ from ..samples import (
     full_snapshot,
     snapshot,
 )
-from ._base import ContractBase
+from ._base import ContractBase, _diff
 
 __all__ = ["TouchContract"]
 
@@ -40,20 +44,28 @@ class TouchContract(ContractBase):
         original = full_snapshot("t-1")
         self._given(original)
         self.store.touch("t-1")
-        self._assert_stored(original, "touch() with every argument None must change nothing")
+        self._assert_touched(original, {}, "touch() with every argument None must change nothing")
+        expected = original
         p = Progress(done=99, total=None, message=None)
-        self.store.touch("t-1", progress=p)
-        expected = original.evolve(progress=p)
-        self._assert_stored(expected, "touch(progress=...) alone")
-        self.store.touch("t-1", heartbeat_at=at(500))
-        expected = expected.evolve(heartbeat_at=at(500))
-        self._assert_stored(expected, "touch(heartbeat_at=...) alone")
-        self.store.touch("t-1", lease_owner="other")
-        expected = expected.evolve(lease_owner="other")
-        self._assert_stored(expected, "touch(lease_owner=...) alone")
-        self.store.touch("t-1", lease_until=at(900))
-        expected = expected.evolve(lease_until=at(900))
-        self._assert_stored(expected, "touch(lease_until=...) alone")
+        steps: list[dict[str, Any]] = [
+            {"progress": p},
+            {"heartbeat_at": at(500)},
+            {"lease_owner": "other"},
+            {"lease_until": at(900)},
+        ]
+        for named in steps:
+            self.store.touch("t-1", **named)
+            expected = expected.evolve(**named)
+            self._assert_touched(expected, named, f"touch({', '.join(named)}=...) alone")
+
+    def _assert_touched(self, expected: TaskSnapshot, named: dict[str, Any], why: str) -> None:
+        """The task as ``expected``; a difference is blamed on the touch clause it shows."""
+        actual = self.store.get(expected.task_id)
+        if actual == expected:
+            return
+        exc = AssertionError(f"{why}: {_diff(expected, actual)}")
+        blame(exc, (touch_culprit(expected, actual, named),))
+        raise exc
 
     @checks("TOUCH-MISSING-IGNORED")
     def test_touch_missing_ignored__no_error_no_row(self) -> None:
@@ -71,11 +83,9 @@ class TouchContract(ContractBase):
     @checks("TOUCH-LEASE")
     def test_touch_lease__stored_and_renewed(self) -> None:
         self._given(snapshot("t-1"))
-        self.store.touch("t-1", lease_owner="sup-1", lease_until=at(30, KATHMANDU))
-        got = self._get("t-1")
+        got = self._touch("t-1", lease_owner="sup-1", lease_until=at(30, KATHMANDU))
         assert (got.lease_owner, got.lease_until) == ("sup-1", at(30)), "touch() lease"
-        self.store.touch("t-1", lease_until=at(60))  # renewal by the same owner
-        got = self._get("t-1")
+        got = self._touch("t-1", lease_until=at(60))  # renewal by the same owner
         assert (got.lease_owner, got.lease_until) == ("sup-1", at(60)), "lease renewal"
 
     @checks("TOUCH-SIGNALS-SEPARATE")
@@ -85,7 +95,7 @@ class TouchContract(ContractBase):
         got = self._get("t-1")
         assert got.heartbeat_at == at(10), "heartbeat_at not stored verbatim"
         assert (got.lease_owner, got.lease_until) == (None, None), "a heartbeat created a lease"
-        self.store.touch("t-1", lease_owner="sup", lease_until=at(40))
+        self._given_touched("t-1", lease_owner="sup", lease_until=at(40))
         got = self._get("t-1")
         assert got.heartbeat_at == at(10), "renewing the lease moved the heartbeat"
         self.store.touch("t-1", heartbeat_at=at(11))
