@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from collections.abc import Sequence
 from dataclasses import fields, replace
+from datetime import datetime
 from typing import Any
 
 from ..alphabet import describe
@@ -206,6 +208,34 @@ class ContractBase(StoreSeam):
             exc = AssertionError(f"precondition: touch({task_id!r}) did not store {expected}")
             blame(exc, (touch_culprit(after.evolve(**named), after, named),))
             raise exc
+
+    def _given_newest_first(self) -> None:
+        """A test that uses ``newest_first`` for another clause first checks that the flag
+        works at all: ``query(TaskQuery(newest_first=True))`` is newest first, or the
+        failure is QUERY-ORDER-CREATED's."""
+        got = blamed(("QUERY-ORDER-CREATED",),
+                     lambda: list(self.store.query(TaskQuery(newest_first=True))))
+        instants = [t.created_at for t in got]
+        if any(a < b for a, b in itertools.pairwise(instants)):
+            exc = AssertionError(
+                f"precondition: query(newest_first=True) is not newest first: {_ids(got)}"
+            )
+            blame(exc, ("QUERY-ORDER-CREATED",))
+            raise exc
+
+    def _claim(self, *, now: datetime, lease_seconds: float, **limit: int) -> list[Command]:
+        """``claim_commands``; a returned command without its lease is SUBMIT-THEN-CLAIM's
+        failure (the copy handed out carries ``lease_until``), whatever the test checks."""
+        got = list(self.store.claim_commands(now=now, lease_seconds=lease_seconds, **limit))
+        unleased = [c.command_id for c in got if c.lease_until is None]
+        if unleased:
+            exc = AssertionError(
+                f"claim_commands(now={now.isoformat()}) returned {unleased!r} without "
+                "lease_until: the claimed copy must carry its new lease"
+            )
+            blame(exc, ("SUBMIT-THEN-CLAIM",))
+            raise exc
+        return got
 
     def _create_all(self, *snaps: TaskSnapshot) -> None:
         self._given(*snaps)

@@ -35,7 +35,7 @@ class CommandContract(ContractBase):
         c = command("c-1", "t-1")
         self.store.submit_command(c)
         now = at(100)
-        got = list(self.store.claim_commands(now=now, lease_seconds=LEASE))
+        got = list(self._claim(now=now, lease_seconds=LEASE))
         expected = replace(c, lease_until=now + timedelta(seconds=LEASE))
         assert got == [expected], f"claim_commands() returned {got}"
         assert got[0].finished_at is None, "a claimed command is not finished"
@@ -45,7 +45,7 @@ class CommandContract(ContractBase):
         c = full_command("c-1", "t-1")
         self.store.submit_command(c)
         now = at(50, KATHMANDU)
-        got = list(self.store.claim_commands(now=now, lease_seconds=12.5))
+        got = list(self._claim(now=now, lease_seconds=12.5))
         assert len(got) == 1, f"expected the command back, got {got}"
         assert got[0] == replace(c, lease_until=now + timedelta(seconds=12.5)), _diff(
             replace(c, lease_until=now + timedelta(seconds=12.5)), got[0]
@@ -63,7 +63,7 @@ class CommandContract(ContractBase):
         for c in sent:
             self.store.submit_command(c)
         now = at(1000)
-        got = {c.command_id: c for c in self.store.claim_commands(
+        got = {c.command_id: c for c in self._claim(
             now=now, lease_seconds=LEASE, limit=len(sent) + 1)}
         for c in sent:
             back = got.get(c.command_id)
@@ -81,7 +81,7 @@ class CommandContract(ContractBase):
         impostor = command("c-1", "t-2", kind=CommandKind.RETRY, issued_by="second", created=5)
         _raises(StoreError, lambda: self.store.submit_command(impostor), "duplicate command_id")
         now = at(10)
-        got = list(self.store.claim_commands(now=now, lease_seconds=LEASE))
+        got = list(self._claim(now=now, lease_seconds=LEASE))
         assert got == [replace(original, lease_until=now + timedelta(seconds=LEASE))], (
             f"a refused submit changed the stored command: {got}"
         )
@@ -89,37 +89,37 @@ class CommandContract(ContractBase):
     @checks("CLAIM-LEASE-EXCLUSIVE")
     def test_claim_lease_exclusive__conflict_leased_command_not_reclaimed(self) -> None:
         self.store.submit_command(command("c-1"))
-        first = self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        first = self._claim(now=at(0), lease_seconds=LEASE)
         assert _cmd_ids(first) == ["c-1"], "the first claim"
         for when in (0, 1, 15, 29.999999):
-            again = self.store.claim_commands(now=at(when), lease_seconds=LEASE)
+            again = self._claim(now=at(when), lease_seconds=LEASE)
             assert list(again) == [], f"claimed again at +{when}s inside the lease: {again}"
         # The refused claims must not have extended the lease: it still ends at +30s.
-        after = self.store.claim_commands(now=at(30), lease_seconds=LEASE)
+        after = self._claim(now=at(30), lease_seconds=LEASE)
         assert _cmd_ids(after) == ["c-1"], "a refused claim moved the lease"
 
     @checks("CLAIM-LEASE-BOUNDARY", "TIME-INSTANT-ORDER")
     def test_claim_lease_boundary__expires_exactly_at_lease_until(self) -> None:
         self.store.submit_command(command("c-1"))
-        assert _cmd_ids(self.store.claim_commands(now=at(0), lease_seconds=LEASE)) == ["c-1"]
+        assert _cmd_ids(self._claim(now=at(0), lease_seconds=LEASE)) == ["c-1"]
         # Zones chosen so a wall-clock comparison gets both answers wrong: just before
         # the instant reads *later* in Kathmandu, the boundary reads *earlier* in St John's.
         just_before = at(LEASE - 0.000001, KATHMANDU)
-        assert list(self.store.claim_commands(now=just_before, lease_seconds=LEASE)) == [], (
+        assert list(self._claim(now=just_before, lease_seconds=LEASE)) == [], (
             "claimable a microsecond before lease_until"
         )
         boundary = at(LEASE, ST_JOHNS)
-        got = self.store.claim_commands(now=boundary, lease_seconds=LEASE)
+        got = self._claim(now=boundary, lease_seconds=LEASE)
         assert _cmd_ids(got) == ["c-1"], "not claimable at now == lease_until"
 
     @checks("CLAIM-EXPIRED-RECLAIM")
     def test_claim_expired_reclaim__new_lease_after_expiry(self) -> None:
         self.store.submit_command(command("c-1"))
-        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
-        again = list(self.store.claim_commands(now=at(45), lease_seconds=LEASE))
+        self._claim(now=at(0), lease_seconds=LEASE)
+        again = list(self._claim(now=at(45), lease_seconds=LEASE))
         assert _cmd_ids(again) == ["c-1"], "an expired lease must be claimable"
         assert again[0].lease_until == at(45 + LEASE), "the re-claim sets a new lease"
-        assert list(self.store.claim_commands(now=at(60), lease_seconds=LEASE)) == [], (
+        assert list(self._claim(now=at(60), lease_seconds=LEASE)) == [], (
             "the new lease must hold"
         )
 
@@ -129,42 +129,42 @@ class CommandContract(ContractBase):
         self.store.submit_command(replace(command("c-late"), created_at=at(120, ST_JOHNS)))
         self.store.submit_command(replace(command("c-early"), created_at=at(60, KATHMANDU)))
         self.store.submit_command(replace(command("c-mid"), created_at=at(90)))
-        one = self.store.claim_commands(now=at(200), lease_seconds=LEASE, limit=1)
+        one = self._claim(now=at(200), lease_seconds=LEASE, limit=1)
         assert _cmd_ids(one) == ["c-early"], f"limit=1 must take the oldest: {_cmd_ids(one)}"
-        rest = self.store.claim_commands(now=at(200), lease_seconds=LEASE)
+        rest = self._claim(now=at(200), lease_seconds=LEASE)
         assert _cmd_ids(rest) == ["c-mid", "c-late"], f"created_at order: {_cmd_ids(rest)}"
 
     @checks("CLAIM-LIMIT")
     def test_claim_limit__only_limit_are_leased(self) -> None:
         for i in range(5):
             self.store.submit_command(command(f"c-{i}", created=i))
-        first = self.store.claim_commands(now=at(10), lease_seconds=LEASE, limit=2)
+        first = self._claim(now=at(10), lease_seconds=LEASE, limit=2)
         assert _cmd_ids(first) == ["c-0", "c-1"], f"limit=2: {_cmd_ids(first)}"
-        rest = self.store.claim_commands(now=at(10), lease_seconds=LEASE, limit=50)
+        rest = self._claim(now=at(10), lease_seconds=LEASE, limit=50)
         assert _cmd_ids(rest) == ["c-2", "c-3", "c-4"], "commands beyond the limit were leased"
 
     @checks("CLAIM-LIMIT")
     def test_claim_limit__zero_leases_nothing(self) -> None:
         self.store.submit_command(command("c-0"))
-        assert list(self.store.claim_commands(now=at(1), lease_seconds=LEASE, limit=0)) == []
-        got = self.store.claim_commands(now=at(1), lease_seconds=LEASE)
+        assert list(self._claim(now=at(1), lease_seconds=LEASE, limit=0)) == []
+        got = self._claim(now=at(1), lease_seconds=LEASE)
         assert _cmd_ids(got) == ["c-0"], "limit=0 leased the command"
 
     @checks("COMPLETE-NEVER-RECLAIMED")
     def test_complete_never_reclaimed__claimed_then_completed(self) -> None:
         self.store.submit_command(command("c-1"))
         self.store.submit_command(command("c-2", created=1))
-        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self._claim(now=at(0), lease_seconds=LEASE)
         self.store.complete_command("c-1", now=at(1), outcome="stopped")
         for when in (31, 3600, 10**6):
-            got = self.store.claim_commands(now=at(when), lease_seconds=LEASE)
+            got = self._claim(now=at(when), lease_seconds=LEASE)
             assert "c-1" not in _cmd_ids(got), f"a completed command was claimed at +{when}s"
 
     @checks("COMPLETE-NEVER-RECLAIMED")
     def test_complete_never_reclaimed__completed_without_claim(self) -> None:
         self.store.submit_command(command("c-1"))
         self.store.complete_command("c-1", now=at(1), outcome="already-terminal")
-        assert list(self.store.claim_commands(now=at(2), lease_seconds=LEASE)) == []
+        assert list(self._claim(now=at(2), lease_seconds=LEASE)) == []
 
     @checks("COMPLETE-IDEMPOTENT")
     def test_complete_idempotent__twice_and_unknown(self) -> None:
@@ -173,15 +173,15 @@ class CommandContract(ContractBase):
         self.store.complete_command("c-1", now=at(1), outcome="stopped")
         self.store.complete_command("c-1", now=at(2), outcome="again")
         self.store.complete_command("nope", now=at(3))
-        got = self.store.claim_commands(now=at(4), lease_seconds=LEASE)
+        got = self._claim(now=at(4), lease_seconds=LEASE)
         assert _cmd_ids(got) == ["c-2"], f"other commands must be unaffected: {_cmd_ids(got)}"
 
     @checks("RELEASE-NOT-COMPLETE")
     def test_release_not_complete__claimable_at_once(self) -> None:
         self.store.submit_command(command("c-1"))
-        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self._claim(now=at(0), lease_seconds=LEASE)
         self.store.release_command("c-1", now=at(1))
-        got = list(self.store.claim_commands(now=at(1), lease_seconds=LEASE))
+        got = list(self._claim(now=at(1), lease_seconds=LEASE))
         assert _cmd_ids(got) == ["c-1"], "a released command must be claimable immediately"
         assert got[0].finished_at is None, "release must not finish the command"
         assert got[0].lease_until == at(1 + LEASE)
@@ -189,11 +189,11 @@ class CommandContract(ContractBase):
     @checks("RELEASE-FINISHED-NOOP")
     def test_release_finished_noop__completed_stays_completed(self) -> None:
         self.store.submit_command(command("c-1"))
-        self.store.claim_commands(now=at(0), lease_seconds=LEASE)
+        self._claim(now=at(0), lease_seconds=LEASE)
         self.store.complete_command("c-1", now=at(1))
         self.store.release_command("c-1", now=at(2))
         self.store.release_command("nope", now=at(2))
-        assert list(self.store.claim_commands(now=at(3), lease_seconds=LEASE)) == [], (
+        assert list(self._claim(now=at(3), lease_seconds=LEASE)) == [], (
             "releasing a completed command made it claimable"
         )
 
@@ -203,4 +203,4 @@ class CommandContract(ContractBase):
         # done as complete drops it); it is no finished command, so not FINISHED-NOOP.
         self.store.submit_command(command("c-1"))
         self.store.release_command("c-1", now=at(0))
-        assert _cmd_ids(self.store.claim_commands(now=at(0), lease_seconds=LEASE)) == ["c-1"]
+        assert _cmd_ids(self._claim(now=at(0), lease_seconds=LEASE)) == ["c-1"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..blame import blame
 from ..clauses import checks
 from ..errors import StoreError
 from ..factory import protocol_mismatches, signature_advisories
@@ -65,6 +66,18 @@ class LifecycleContract(ContractBase):
             self.store.append(transition(tid, 1))
             self.store.append(transition(tid, 2, to=TaskStatus.SUCCEEDED))
 
+    def _prune(self, keep_terminal: int) -> int:
+        """``prune`` on the fixture, then the non-terminal tasks must still be there: if
+        one is gone, the failure is PRUNE-TERMINAL-ONLY's, whatever the test checks next."""
+        dropped = self.store.prune(keep_terminal=keep_terminal)
+        gone = [t for t in ("old-pending", "old-running") if self._absent(t)]
+        if gone:
+            exc = AssertionError(f"prune(keep_terminal={keep_terminal}) dropped non-terminal "
+                                 f"task(s) {gone}")
+            blame(exc, ("PRUNE-TERMINAL-ONLY",))
+            raise exc
+        return dropped
+
     @checks("PRUNE-TERMINAL-ONLY")
     def test_prune_terminal_only__non_terminal_survive(self) -> None:
         self._prune_fixture()
@@ -75,7 +88,7 @@ class LifecycleContract(ContractBase):
     @checks("PRUNE-OLDEST-FIRST")
     def test_prune_oldest_first__keeps_newest_and_counts(self) -> None:
         self._prune_fixture()
-        dropped = self.store.prune(keep_terminal=2)
+        dropped = self._prune(2)
         assert dropped == 3, f"prune() returned {dropped}, it should drop 3"
         left = self._query_ids()
         assert left == ["old-pending", "old-running", "done-3", "done-4"], f"left: {left}"
@@ -85,7 +98,7 @@ class LifecycleContract(ContractBase):
     @checks("PRUNE-HISTORY")
     def test_prune_history__dropped_with_task_others_kept(self) -> None:
         self._prune_fixture()
-        self.store.prune(keep_terminal=1)  # keeps done-4 only
+        self._prune(1)  # keeps done-4 only
         assert list(self.store.history("done-0")) == [], "history of a pruned task survived"
         assert list(self.store.history("done-3")) == [], "history of a pruned task survived"
         assert _versions(self.store.history("old-running")) == [1, 2], "unrelated history lost"
@@ -95,8 +108,8 @@ class LifecycleContract(ContractBase):
         self._prune_fixture()
         self.store.submit_command(command("c-pruned", "done-0"))
         self.store.submit_command(command("c-kept", "old-running", created=1))
-        self.store.prune(keep_terminal=0)
-        got = _cmd_ids(self.store.claim_commands(now=at(10), lease_seconds=LEASE))
+        self._prune(0)
+        got = _cmd_ids(self._claim(now=at(10), lease_seconds=LEASE))
         assert got == ["c-kept"], f"after prune, claimable commands are {got}"
 
     # ========================================================================================

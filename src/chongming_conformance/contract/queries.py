@@ -156,6 +156,7 @@ class QueryContract(ContractBase):
     def test_query_limit__first_n_in_requested_order(self) -> None:
         self._create_all(*(snapshot(f"t-{i}", created=i) for i in (2, 4, 0, 3, 1)))
         assert self._query_ids(limit=2) == ["t-0", "t-1"], "limit takes the oldest first"
+        self._given_newest_first()
         assert self._query_ids(limit=2, newest_first=True) == ["t-4", "t-3"], (
             "with newest_first, limit takes the newest"
         )
@@ -199,6 +200,7 @@ class QueryContract(ContractBase):
         )
         assert got == ["t-0", "t-6"], f"combined filters: {got}"
         assert self._query_ids(name="etl-a", statuses={TaskStatus.FAILED}) == [], "AND, not OR"
+        self._given_newest_first()
         assert self._query_ids(tag="io", buckets={1}, newest_first=True, limit=2) == [
             "t-6",
             "t-5",

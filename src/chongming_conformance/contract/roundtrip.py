@@ -79,4 +79,5 @@ class RoundTripContract(ContractBase):
             snapshot("utc", created_at=at(2700)),
         )
         assert self._query_ids() == ["east", "utc", "west"], "query() must order by instant"
+        self._given_newest_first()
         assert self._query_ids(newest_first=True) == ["west", "utc", "east"]
