@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from ..alphabet import describe
 from ..assertions import expect_raises as _raises
+from ..blame import blamed
 from ..clauses import checks
 from ..errors import StoreError
 from ..model import (
@@ -22,6 +23,10 @@ from ..samples import (
 from ._base import LEASE, ContractBase, _cmd_ids, _diff
 
 __all__ = ["CommandContract"]
+
+
+def _expect(ok: bool, message: str) -> None:
+    assert ok, message
 
 
 class CommandContract(ContractBase):
@@ -119,9 +124,8 @@ class CommandContract(ContractBase):
         again = list(self._claim(now=at(45), lease_seconds=LEASE))
         assert _cmd_ids(again) == ["c-1"], "an expired lease must be claimable"
         assert again[0].lease_until == at(45 + LEASE), "the re-claim sets a new lease"
-        assert list(self._claim(now=at(60), lease_seconds=LEASE)) == [], (
-            "the new lease must hold"
-        )
+        blamed(("CLAIM-LEASE-EXCLUSIVE",), lambda: _expect(
+            not self._claim(now=at(60), lease_seconds=LEASE), "the new lease must hold"))
 
     @checks("CLAIM-ORDER", "TIME-INSTANT-ORDER")
     def test_claim_order__oldest_first_by_instant(self) -> None:
@@ -141,6 +145,9 @@ class CommandContract(ContractBase):
         first = self._claim(now=at(10), lease_seconds=LEASE, limit=2)
         assert _cmd_ids(first) == ["c-0", "c-1"], f"limit=2: {_cmd_ids(first)}"
         rest = self._claim(now=at(10), lease_seconds=LEASE, limit=50)
+        again = sorted(set(_cmd_ids(rest)) & {"c-0", "c-1"})
+        blamed(("CLAIM-LEASE-EXCLUSIVE",), lambda: _expect(
+            not again, f"{again} claimed again inside the lease the first claim gave them"))
         assert _cmd_ids(rest) == ["c-2", "c-3", "c-4"], "commands beyond the limit were leased"
 
     @checks("CLAIM-LIMIT")
