@@ -267,3 +267,37 @@ def test_summary_counts_every_clause_once() -> None:
     counted = sum(n for per_level in got.summary.values() for n in per_level.values())
     assert counted == len(CLAUSES)
     assert got.summary["MUST"][FAIL] == 0
+
+
+# -- cross-process knock-ons -------------------------------------------------------------------
+
+STRESS = "chongming_conformance/suite/test_stress.py::TestStress::"
+
+
+def test_a_cross_process_failure_is_a_knock_on_of_its_failing_one_process_prerequisite() -> None:
+    serial = suite_test("test_claim_lease_exclusive", "failed")
+    race = TestResult(STRESS + "test_claim_race", "failed", message="double hold")
+    got = assess(records((serial, ("CLAIM-LEASE-EXCLUSIVE",)), (race, ("XP-CLAIM-EXCLUSIVE",))),
+                 Capabilities(), shared_available=True)
+    assert outcome(got, "CLAIM-LEASE-EXCLUSIVE") == FAIL
+    [xp] = [r for r in got.results if r.clause.id == "XP-CLAIM-EXCLUSIVE"]
+    assert xp.outcome == NOT_VERIFIED
+    assert xp.note is not None
+    assert "CLAIM-LEASE-EXCLUSIVE" in xp.note and "test_claim_race" in xp.note
+    assert got.verdict.startswith("does not conform")
+
+
+def test_a_cross_process_failure_with_its_prerequisites_passing_is_its_own_fail() -> None:
+    serial = suite_test("test_claim_lease_exclusive", "passed")
+    race = TestResult(STRESS + "test_claim_race", "failed", message="double hold")
+    got = assess(records((serial, ("CLAIM-LEASE-EXCLUSIVE",)), (race, ("XP-CLAIM-EXCLUSIVE",))),
+                 Capabilities(), shared_available=True)
+    assert outcome(got, "XP-CLAIM-EXCLUSIVE") == FAIL
+
+
+def test_every_prerequisite_is_a_one_process_or_controller_clause() -> None:
+    from chongming_conformance.clauses import PREREQUISITES
+
+    for cid, needs in PREREQUISITES.items():
+        assert CLAUSES[cid].scope is Scope.CROSS_PROCESS
+        assert all(CLAUSES[n].scope in (Scope.CONTRACT, Scope.CONTROLLER) for n in needs), cid

@@ -8,8 +8,10 @@ Outcomes, decided per clause from the tests that declare it with ``checks``:
   tests all passed (the declaration is stale). Never by association.
 * NOT VERIFIED -- no test checking it ran to completion (none exists,
   deselected, skipped, stopped early); a test checking it failed on another
-  clause first (a knock-on) or, checking many clauses, failed without naming
-  one (the note names the test and the clause that did fail); every ``review``
+  clause first (a knock-on); a cross-process clause whose scenario failed while a
+  single-process clause it relies on (``clauses.PREREQUISITES``) FAILs; or,
+  checking many clauses, failed without naming one (the note names the test and
+  the clause that did fail); every ``review``
   clause (with a note);
   every ``cross_process`` clause when no shared store was available.
 * UNSUPPORTED -- the store declared the capability the clause needs absent.
@@ -28,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..capabilities import Capabilities
-from ..clauses import CLAUSES, Clause, Level, Scope
+from ..clauses import CLAUSES, PREREQUISITES, Clause, Level, Scope
 from .records import (
     DEVIATION,
     FAIL,
@@ -157,7 +159,7 @@ def evaluate(
     for cid, tests in clause_tests.items():
         for test in tests:
             declared.setdefault(test.nodeid, set()).add(cid)
-    return [
+    results = [
         _evaluate_one(
             clause,
             list(clause_tests.get(cid, ())),
@@ -168,6 +170,26 @@ def evaluate(
         )
         for cid, clause in CLAUSES.items()
     ]
+    return _knock_ons_across_processes(results)
+
+
+def _knock_ons_across_processes(results: list[ClauseResult]) -> list[ClauseResult]:
+    """A cross-process FAIL whose single-process prerequisite FAILs too is that clause's
+    knock-on (clauses.PREREQUISITES): NOT VERIFIED, with a note naming it."""
+    failing = {r.clause.id for r in results if r.outcome == FAIL}
+    out = []
+    for r in results:
+        broken = sorted(PREREQUISITES.get(r.clause.id, frozenset()) & failing)
+        if r.outcome == FAIL and broken:
+            r = ClauseResult(
+                r.clause,
+                NOT_VERIFIED,
+                f"not proven: {_names(r.failing_tests)} failed, but {', '.join(broken)} "
+                "already FAIL in one process (a knock-on); fix that first",
+                r.tests,
+            )
+        out.append(r)
+    return out
 
 
 def gate_failures(results: Iterable[ClauseResult], level: str) -> list[ClauseResult]:
