@@ -24,6 +24,7 @@ from property_broken_stores import (
     SaveRequiresNextVersion,
     StoresLocalTime,
     TagSubstringMatch,
+    TaskIdPadSpace,
     TouchBumpsVersion,
     UnescapedLikePrefix,
 )
@@ -44,6 +45,15 @@ DETERMINISTIC = settings(
 )
 
 STATE_MACHINE = "test_state_machine"
+#: Catches are measured, not scripted: with the ci budget (100 examples) each claimed
+#: catch was made in at least 9 of 10 unseeded tries (docs/benchmarks.md). A derandomized
+#: run repeats only for one set of imported modules (hypothesis mixes constants it finds
+#: in loaded modules into generation), so which examples CI tries depends on what ran
+#: before in that worker. A claimed catch must be near-certain, not lucky: the catch runs
+#: get three times the budget (a 90 % catch becomes 99.9 %; a caught run stops at once).
+#: Catches below 90 % (the state machine on a LIKE prefix or a substring tag) are not
+#: claimed; the query property and the contract catch those in every run.
+CATCH_SETTINGS = settings(DETERMINISTIC, max_examples=3 * (DETERMINISTIC.max_examples or 100))
 
 #: broken store -> the checks that must each catch it on their own.
 CATCHERS: dict[type[InMemoryTaskStore], tuple[str, ...]] = {
@@ -58,11 +68,12 @@ CATCHERS: dict[type[InMemoryTaskStore], tuple[str, ...]] = {
     # sequence and was lost when the alphabet strategies changed; the query property (here)
     # and the contract's QUERY-TAG-EXACT tests (tests/test_teeth.py) catch it in every run.
     TagSubstringMatch: ("test_query_matches_model",),
-    UnescapedLikePrefix: ("test_query_matches_model", STATE_MACHINE),
+    UnescapedLikePrefix: ("test_query_matches_model",),
     StoresLocalTime: ("test_snapshot_roundtrip", "test_query_matches_model", STATE_MACHINE),
     ClaimIgnoresLease: ("test_claim_matches_model", STATE_MACHINE),
     ReleaseMarksComplete: (STATE_MACHINE,),
     PruneDropsNonTerminal: ("test_prune_matches_model", STATE_MACHINE),
+    TaskIdPadSpace: (STATE_MACHINE,),
 }
 
 CASES = [
@@ -72,12 +83,15 @@ CASES = [
 ]
 
 
-def _suite_for(store_type: type[InMemoryTaskStore], check: str) -> Any:
+def _suite_for(store_type: type[InMemoryTaskStore], check: str, *, catch: bool = True) -> Any:
     base: type[Any] = StoreStateMachineTests if check == STATE_MACHINE else StoreProperties
     suite = type(
         f"Broken{store_type.__name__}",
         (base,),
-        {"make_store": lambda self: store_type(), "hypothesis_settings": DETERMINISTIC},
+        {
+            "make_store": lambda self: store_type(),
+            "hypothesis_settings": CATCH_SETTINGS if catch else DETERMINISTIC,
+        },
     )
     return suite()
 
@@ -100,7 +114,7 @@ def test_broken_store_is_caught(store_type: type[InMemoryTaskStore], check: str)
 @pytest.mark.parametrize("check", sorted({c for cs in CATCHERS.values() for c in cs}))
 def test_the_same_checks_pass_on_the_correct_store(check: str) -> None:
     """Control: with the bug removed, the very same deterministic run passes."""
-    getattr(_suite_for(InMemoryTaskStore, check), check)()
+    getattr(_suite_for(InMemoryTaskStore, check, catch=False), check)()
 
 
 #: broken store -> the one clause its failures must be blamed on (where it can be told).
