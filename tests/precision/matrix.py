@@ -36,6 +36,8 @@ class Case:
     store: str
     fails: frozenset[str]
     shared: str | None = None
+    #: The clause the store was written to break: it must be among the FAILs.
+    own: str | None = None
     #: A store whose methods do not match the protocol is refused before any test runs
     #: (a usage error naming the difference), so it has no clause table.
     refused: bool = False
@@ -105,6 +107,7 @@ def _contract_cases() -> list[Case]:
             f"broken_stores:{cls.__name__}",
             frozenset(EXPECTED.get(f"broken_stores:{cls.__name__}", {cid})),
             refused=cid == "PROTOCOL-METHODS",
+            own=cid,
         )
         for cid, classes in broken_stores.BROKEN.items()
         for cls in classes
@@ -141,6 +144,7 @@ PROPERTY_CLAUSES: dict[str, str] = {
     "ClaimIgnoresLease": "CLAIM-LEASE-EXCLUSIVE",
     "ReleaseMarksComplete": "RELEASE-NOT-COMPLETE",
     "PruneDropsNonTerminal": "PRUNE-TERMINAL-ONLY",
+    "TaskIdPadSpace": "CREATE-THEN-GET",
 }
 #: The stress suite's broken SQLite stores (tests/stress/stress_stores.py), run with a
 #: shared store so the cross-process clauses are exercised, and the clause each breaks.
@@ -163,6 +167,7 @@ def _property_cases() -> list[Case]:
         Case(
             f"property_broken_stores:{name}",
             frozenset(EXPECTED.get(f"property_broken_stores:{name}", {cid})),
+            own=cid,
         )
         for name, cid in PROPERTY_CLAUSES.items()
     ]
@@ -174,6 +179,7 @@ def _stress_cases() -> list[Case]:
             f"precision_stores:make_{name}",
             frozenset(EXPECTED.get(f"stress_stores:{name}", {cid})),
             shared=f"precision_stores:shared_{name}",
+            own=cid,
         )
         for name, cid in STRESS_CLAUSES.items()
     ]

@@ -75,6 +75,8 @@ def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> N
         f"FAIL set {sorted(got.failing)}, expected {sorted(case.fails)}:\n{got.output[-3000:]}"
     )
     assert got.failing, "a broken store must FAIL at least one clause"
+    if case.own is not None:
+        assert case.own in got.failing, f"its own clause {case.own} is not FAIL: {got.clauses}"
     if case.id not in OVER_BUDGET:
         assert len(got.failing - MAY_ALSO_FAIL) <= MAX_FAILING, sorted(got.failing)
     for cid, (outcome, note) in got.clauses.items():
