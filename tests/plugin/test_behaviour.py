@@ -331,3 +331,33 @@ def test_explicit_node_id_reruns_one_test_and_is_partial(pytester: pytest.Pytest
     assert "PARTIAL — NOT A CONFORMANCE CLAIM: suite narrowed to explicit paths or node ids" in out
     assert table_outcome(out, "CREATE-THEN-GET") == "PASS"
     assert table_outcome(out, "SAVE-CAS") == "NOT VERIFIED"
+
+
+def test_a_factory_that_fails_to_open_a_store_fails_no_clause(pytester: pytest.Pytester) -> None:
+    """Opening the store raised before the test checked anything: NOT VERIFIED, never FAIL
+    by association -- and the run still does not conform (a failing test is never green)."""
+    pytester.makepyfile(
+        flaky="""
+        from reference_stores.memory import InMemoryTaskStore
+
+        calls = 0
+
+        def make_store():
+            global calls
+            calls += 1
+            if calls > 1:  # the configure-time check opens one store, fine
+                raise RuntimeError("too many connections")
+            return InMemoryTaskStore()
+        """
+    )
+    report = pytester.path / "r.json"
+    result = run(pytester, "--chongming-store=flaky:make_store",
+                 "-k", "create_then_get__returns or save_cas__matching",
+                 f"--chongming-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    doc = load_report(report)
+    for cid in ("CREATE-THEN-GET", "SAVE-CAS"):
+        entry = clause(doc, cid)
+        assert entry["outcome"] == "NOT VERIFIED", entry
+        assert "set-up" in entry["note"], entry
+    assert not [c["id"] for c in doc["clauses"] if c["outcome"] == "FAIL"]

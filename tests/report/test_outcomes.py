@@ -301,3 +301,13 @@ def test_every_prerequisite_is_a_one_process_or_controller_clause() -> None:
     for cid, needs in PREREQUISITES.items():
         assert CLAUSES[cid].scope is Scope.CROSS_PROCESS
         assert all(CLAUSES[n].scope in (Scope.CONTRACT, Scope.CONTROLLER) for n in needs), cid
+
+
+def test_a_failure_opening_the_store_proves_nothing_about_the_test_clause() -> None:
+    broken_open = TestResult(SUITE + "test_cas", "failed",
+                             message="[setup] RuntimeError: too many connections")
+    got = assess(records((broken_open, ("SAVE-CAS",))), Capabilities(), shared_available=True)
+    [cas] = [r for r in got.results if r.clause.id == "SAVE-CAS"]
+    assert cas.outcome == NOT_VERIFIED
+    assert cas.note is not None and "set-up" in cas.note
+    assert got.verdict.startswith("does not conform")  # a failing test is never green

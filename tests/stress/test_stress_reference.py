@@ -1,6 +1,6 @@
 """The reference stores under the stress harness: SQLite file and Postgres pass every
-scenario; the JSON-file example is pinned as NOT cross-process safe (guide §7); the
-in-memory store cannot be shared at all."""
+scenario; the JSON-file example is pinned as NOT cross-process safe (docs/backend-guide.md
+§8); the in-memory store cannot be shared at all."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ class TestPostgresStress(StressContract):
 )
 def test_jsonfile_store_is_pinned_as_not_cross_process_safe(scenario: str,
                                                             kinds: set[str]) -> None:
-    """Guide §7: the JSON-file template is correct in one process only; the harness says so."""
+    """The JSON-file template is correct in one process only (docs/backend-guide.md §8);
+    the harness says so."""
     attempt, result = until_caught(jsonfile.make_shared_store, scenario, "quick", attempts=5)
     assert result.anomalies or result.errors, (
         f"the harness passed the lock-free JSON-file store on {scenario} {attempt} times in a "

@@ -17,6 +17,7 @@ import pytest
 
 from ..blame import failure_blames
 from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
+from ..report.records import SETUP_PREFIX
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
 from .itemdata import serial_nodeid
 
@@ -145,7 +146,7 @@ class Harvest:
                 result.message = text
             else:
                 result.outcome = "failed"
-                where = "" if first.when == "call" else f"[{first.when}] "
+                where = {"call": "", "setup": SETUP_PREFIX}.get(first.when, f"[{first.when}] ")
                 result.message = where + text[-MESSAGE_LIMIT:]
                 result.blames = _blames(first, text)
         elif xfailed:

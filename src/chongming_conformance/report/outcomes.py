@@ -8,7 +8,8 @@ Outcomes, decided per clause from the tests that declare it with ``checks``:
   tests all passed (the declaration is stale). Never by association.
 * NOT VERIFIED -- no test checking it ran to completion (none exists,
   deselected, skipped, stopped early); a test checking it failed on another
-  clause first (a knock-on); a cross-process clause whose scenario failed while a
+  clause first (a knock-on) or failed in set-up, opening the store, before it
+  checked anything; a cross-process clause whose scenario failed while a
   single-process clause it relies on (``clauses.PREREQUISITES``) FAILs; or,
   checking many clauses, failed without naming one (the note names the test and
   the clause that did fail); every ``review``
@@ -63,6 +64,8 @@ def _against(test: TestResult, cid: str, declared: Mapping[str, set[str]]) -> bo
     """Is ``test``'s failure evidence that clause ``cid`` is broken?"""
     if test.blames:
         return cid in test.blames
+    if test.failed_in_setup:
+        return False  # the store could not be opened: nothing about any clause was tried
     return declared.get(test.nodeid, {cid}) == {cid}
 
 
@@ -73,6 +76,9 @@ def _not_proven(elsewhere: Sequence[TestResult]) -> str:
         name = t.nodeid.rsplit("::", 1)[-1]
         if t.blames:
             parts.append(f"{name} failed on {', '.join(t.blames)} first (a knock-on)")
+        elif t.failed_in_setup:
+            parts.append(f"{name} failed in set-up, before it checked anything (opening "
+                         "the store raised)")
         else:
             parts.append(f"{name} failed without naming a clause")
     return "not proven: " + "; ".join(parts)

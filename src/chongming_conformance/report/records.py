@@ -22,6 +22,7 @@ __all__ = [
     "OUTCOMES",
     "PARTIAL_BANNER",
     "PASS",
+    "SETUP_PREFIX",
     "TEST_OUTCOMES",
     "UNSUPPORTED",
     "ClauseResult",
@@ -42,6 +43,11 @@ OUTCOMES = (PASS, FAIL, NOT_VERIFIED, UNSUPPORTED, DEVIATION)
 
 #: Per-test outcomes (pytest's, with the strict-xpass case named).
 TEST_OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "not run")
+
+#: How a failed test's ``message`` starts when it failed before its body ran (opening the
+#: store: the factory or the store's constructor raised). Such a failure proves nothing
+#: about the clauses the test declares, unless a blame note says otherwise.
+SETUP_PREFIX = "[setup] "
 
 PARTIAL_BANNER = "partial — not a conformance claim"
 
@@ -70,6 +76,11 @@ class TestResult:
     hypothesis: HypothesisInfo | None = None
     #: Clauses a failure is blamed on (a ``chongming-blame:`` note); empty: all it declares.
     blames: tuple[str, ...] = ()
+
+    @property
+    def failed_in_setup(self) -> bool:
+        """Failed before the test's body ran (see :data:`SETUP_PREFIX`)."""
+        return self.outcome == "failed" and (self.message or "").startswith(SETUP_PREFIX)
 
     def to_json(self) -> dict[str, object]:
         encoded: dict[str, object] = as_json(self)
