@@ -149,15 +149,15 @@ PROPERTY_CLAUSES: dict[str, str] = {
 #: The stress suite's broken SQLite stores (tests/stress/stress_stores.py), run with a
 #: shared store so the cross-process clauses are exercised, and the clause each breaks.
 STRESS_CLAUSES: dict[str, str] = {
-    "CheckThenWriteSave": "SAVE-CAS",
-    "UnlockedClaim": "CLAIM-LEASE-EXCLUSIVE",
+    "CheckThenWriteSave": "XP-SAVE-ATOMIC",
+    "UnlockedClaim": "XP-CLAIM-EXCLUSIVE",
     "NoLeaseClaim": "CLAIM-LEASE-EXCLUSIVE",
     "ExpiryIgnoredClaim": "CLAIM-EXPIRED-RECLAIM",
     "LeaseWritingSave": "SAVE-KEEPS-LEASE",
-    "CheckThenInsertAppend": "APPEND-IDEMPOTENT",
-    "CachingReads": "CREATE-THEN-GET",
+    "CheckThenInsertAppend": "XP-APPEND-REPLAY",
+    "CachingReads": "XP-SHARED-VISIBILITY",
     "ReleaseKeepsLease": "RELEASE-NOT-COMPLETE",
-    "StaleRowTouch": "TOUCH-NO-VERSION",
+    "StaleRowTouch": "XP-TOUCH-SAVE",
     "TouchBumpsVersion": "TOUCH-NO-VERSION",
 }
 

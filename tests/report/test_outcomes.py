@@ -295,12 +295,16 @@ def test_a_cross_process_failure_with_its_prerequisites_passing_is_its_own_fail(
     assert outcome(got, "XP-CLAIM-EXCLUSIVE") == FAIL
 
 
-def test_every_prerequisite_is_a_one_process_or_controller_clause() -> None:
+def test_prerequisites_are_one_process_clauses_or_shared_visibility_and_transitive() -> None:
     from chongming_conformance.clauses import PREREQUISITES
 
     for cid, needs in PREREQUISITES.items():
         assert CLAUSES[cid].scope is Scope.CROSS_PROCESS
-        assert all(CLAUSES[n].scope in (Scope.CONTRACT, Scope.CONTROLLER) for n in needs), cid
+        assert cid not in needs
+        assert all(CLAUSES[n].scope in (Scope.CONTRACT, Scope.CONTROLLER)
+                   or n == "XP-SHARED-VISIBILITY" for n in needs), cid
+    # transitive: the mixed workload relies on what shared visibility relies on
+    assert PREREQUISITES["XP-SHARED-VISIBILITY"] <= PREREQUISITES["XP-MIXED-WORKLOAD"]
 
 
 def test_a_failure_opening_the_store_proves_nothing_about_the_test_clause() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC
 
+from ..blame import snapshot_culprit
 from ..clauses import checks
 from ..model import (
     Progress,
@@ -16,7 +17,7 @@ from ..samples import (
     full_snapshot,
     snapshot,
 )
-from ._base import ContractBase, _diff
+from ._base import ContractBase, _diff, expect_on
 
 __all__ = ["RoundTripContract"]
 
@@ -32,15 +33,19 @@ class RoundTripContract(ContractBase):
         full = full_snapshot("t-1")
         self.store.create(full)
         got = self._get("t-1")
-        assert got == full, f"full snapshot changed: {_diff(full, got)}"
-        assert isinstance(got.tags, frozenset), f"tags came back as {type(got.tags).__name__}"
-        assert isinstance(got.status, TaskStatus), "status must be a TaskStatus"
+        expect_on(snapshot_culprit(full, got, "SNAPSHOT-FULL-ROUNDTRIP"), got == full,
+                  f"full snapshot changed: {_diff(full, got)}")
+        expect_on("SNAPSHOT-FULL-ROUNDTRIP", isinstance(got.tags, frozenset),
+                  f"tags came back as {type(got.tags).__name__}")
+        expect_on("SNAPSHOT-FULL-ROUNDTRIP", isinstance(got.status, TaskStatus),
+                  "status must be a TaskStatus")
         for name in ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at"):
             value = getattr(got, name)
-            assert value.utcoffset() is not None, f"{name} came back naive"
-            assert value.microsecond == getattr(full, name).astimezone(UTC).microsecond, (
-                f"{name} lost microseconds"
-            )
+            expect_on("TIME-UTC-ROUNDTRIP", value.utcoffset() is not None,
+                      f"{name} came back naive")
+            expect_on("TIME-UTC-ROUNDTRIP",
+                      value.microsecond == getattr(full, name).astimezone(UTC).microsecond,
+                      f"{name} lost microseconds")
 
     @checks("SNAPSHOT-FULL-ROUNDTRIP")
     def test_snapshot_full_roundtrip__save_get_every_field(self) -> None:

@@ -105,7 +105,7 @@ def preflight(store: TaskStore) -> None:
         "save() with a stale expect_version",
     ))
     # history: appended transitions read back in order, a replay is a no-op
-    rows = [Transition(probe.task_id, v, f, t, _at(v)) for v, f, t in (
+    rows = [Transition(probe.task_id, v, f, t, _at(v), "preflight") for v, f, t in (
         (1, TaskStatus.PENDING, TaskStatus.RUNNING), (4, TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
     )]
     for row in (*rows, rows[0]):

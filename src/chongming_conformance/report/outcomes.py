@@ -191,7 +191,7 @@ def _knock_ons_across_processes(results: list[ClauseResult]) -> list[ClauseResul
                 r.clause,
                 NOT_VERIFIED,
                 f"not proven: {_names(r.failing_tests)} failed, but {', '.join(broken)} "
-                "already FAIL in one process (a knock-on); fix that first",
+                "already FAIL, and the scenario relies on them (a knock-on); fix that first",
                 r.tests,
             )
         out.append(r)
