@@ -370,11 +370,11 @@ CLAUSES: dict[str, Clause] = {
 assert len(CLAUSES) == len(_TABLE), "duplicate clause id"
 
 #: Cross-process clause -> the clauses its scenario relies on: single-process ones, and
-#: XP-SHARED-VISIBILITY for scenarios that read what other processes wrote (a private
-#: cache fails them all). A store that already breaks one of them fails the scenario for
-#: that reason; the report then shows the cross-process clause NOT VERIFIED (a knock-on,
-#: naming the clause that FAILs) instead of a second FAIL for one mistake. Fix that
-#: clause first; the next run judges the scenario on its own.
+#: XP-SHARED-VISIBILITY for every other scenario (each judges by reading what other
+#: processes wrote; a private cache fails them all). A store that already breaks one of
+#: them fails the scenario for that reason; the report then shows the cross-process clause
+#: NOT VERIFIED (a knock-on, naming the clause that FAILs) instead of a second FAIL for
+#: one mistake. Fix that clause first; the next run judges the scenario on its own.
 PREREQUISITES: dict[str, frozenset[str]] = {
     cid: frozenset(needs.split())
     for cid, needs in {
@@ -394,7 +394,7 @@ PREREQUISITES: dict[str, frozenset[str]] = {
         "XP-RELEASE-NO-STARVATION": (
             "CLAIM-LEASE-EXCLUSIVE CLAIM-ORDER RELEASE-NOT-COMPLETE XP-SHARED-VISIBILITY"
         ),
-        "XP-PRUNE-SAVE-RACE": "SAVE-CAS PRUNE-TERMINAL-ONLY PRUNE-OLDEST-FIRST",
+        "XP-PRUNE-SAVE-RACE": "SAVE-CAS PRUNE-TERMINAL-ONLY PRUNE-OLDEST-FIRST XP-SAVE-ATOMIC",
         "XP-SHARED-VISIBILITY": (
             "CREATE-THEN-GET SAVE-CAS TOUCH-NO-VERSION TOUCH-ONLY-NAMED-FIELDS "
             "APPEND-IDEMPOTENT HISTORY-ORDERED"
@@ -427,7 +427,11 @@ def _closed(direct: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     return closed
 
 
-PREREQUISITES = _closed(PREREQUISITES)
+# Every scenario judges by reading what other processes wrote: all of them rely on it.
+PREREQUISITES = _closed({
+    cid: needs | ({"XP-SHARED-VISIBILITY"} if cid != "XP-SHARED-VISIBILITY" else set())
+    for cid, needs in PREREQUISITES.items()
+})
 assert all(
     cid in CLAUSES and CLAUSES[cid].scope is Scope.CROSS_PROCESS and needs <= CLAUSES.keys()
     for cid, needs in PREREQUISITES.items()

@@ -121,7 +121,10 @@ class CommandContract(ContractBase):
         # The refused claims must not have extended the lease (to +59.99 s): it ended at
         # +30 s. Asked at +31 s, not at +30 s exactly: the boundary is CLAIM-LEASE-BOUNDARY's.
         after = self._claim(now=at(31), lease_seconds=LEASE)
-        assert _cmd_ids(after) == ["c-1"], "a refused claim moved the lease"
+        # Not claimable after the lease ended: refused claims moved the lease, or leases
+        # never end -- seen from outside, the expiry failed.
+        expect_on("CLAIM-EXPIRED-RECLAIM", _cmd_ids(after) == ["c-1"],
+                  "not claimable after its lease ended (did a refused claim move the lease?)")
 
     @checks("CLAIM-LEASE-BOUNDARY", "TIME-INSTANT-ORDER")
     def test_claim_lease_boundary__expires_exactly_at_lease_until(self) -> None:
@@ -139,6 +142,10 @@ class CommandContract(ContractBase):
             early == [], "claimable a microsecond before lease_until (now in UTC+05:45)"))
         boundary = at(LEASE, ST_JOHNS)
         got = self._claim(now=boundary, lease_seconds=LEASE)
+        if _cmd_ids(got) != ["c-1"]:
+            later = self._claim(now=at(LEASE + 10), lease_seconds=LEASE)
+            expect_on("CLAIM-EXPIRED-RECLAIM", _cmd_ids(later) == ["c-1"],
+                      "not claimable at lease_until, nor 10 s after it: leases never end")
         blamed(("CLAIM-LEASE-BOUNDARY",), lambda: _expect(
             _cmd_ids(got) == ["c-1"], "not claimable at now == lease_until"))
 
@@ -215,6 +222,8 @@ class CommandContract(ContractBase):
         self.store.complete_command("c-1", now=at(3), outcome="again")
         self.store.complete_command("nope", now=at(3))
         got = self._claim(now=at(3 + LEASE), lease_seconds=LEASE)  # c-2's lease has ended
+        expect_on("CLAIM-EXPIRED-RECLAIM", "c-2" in _cmd_ids(got),
+                  f"c-2 was not claimable after its lease ended: {_cmd_ids(got)}")
         assert _cmd_ids(got) == ["c-2"], (
             f"after a second complete() and one of an unknown id: {_cmd_ids(got)}"
         )
