@@ -93,6 +93,7 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
+from chongming_conformance.progress import note as progress_note
 from chongming_conformance.report.masking import mask_secrets
 
 __all__ = [
@@ -315,6 +316,9 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
     on the database (or an existing schema you own); the store itself does not.
     """
     s = sql.Identifier(validate_schema_name(schema))
+    # Seconds on a busy server: say so, or the first test looks hung (shown by the
+    # plugin as a "chongming:" line; a no-op anywhere else).
+    progress_note(f"postgres: installing the schema {schema!r}")
     with _driver_errors(f"install_schema({schema!r})"), _admin_connection(
         conn_or_dsn
     ) as conn, conn.transaction():

@@ -80,3 +80,23 @@ def test_thorough_profile_announces_each_hypothesis_test(pytester: pytest.Pytest
     assert result.ret == 0, out
     assert re.search(r"^chongming: hypothesis 1/1 test_counts_match_model$", out, re.MULTILINE)
     assert re.search(r"^chongming: hypothesis 1/1 passed in [\d.]+ s$", out, re.MULTILINE)
+
+
+def test_a_store_factory_can_note_a_long_step_on_the_terminal(pytester: pytest.Pytester) -> None:
+    """chongming_conformance.progress.note from a factory (the Postgres store notes its
+    schema install this way) is shown while the test runs, capture notwithstanding."""
+    pytester.makepyfile(
+        slowstore="""
+        from chongming_conformance import progress
+        from reference_stores.memory import InMemoryTaskStore
+
+        def make_store():
+            progress.note("slowstore: installing the schema demo_1")
+            return InMemoryTaskStore()
+        """
+    )
+    result = run(pytester, "--chongming-store=slowstore:make_store", "-k",
+                 "create_then_get__returns")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert re.search(r"^chongming: slowstore: installing the schema demo_1$", out, re.MULTILINE)

@@ -11,14 +11,23 @@ it took when it ends, in pytest's own ``write_line`` style::
 
 It works on the process that owns the terminal: the serial run, or xdist's
 controller (which receives the workers' ``logstart`` and reports).
+
+Inside a long step, code calls :func:`chongming_conformance.progress.note`: the
+stress harness every few seconds (``stress save_race: round 3/8, 9 s of at most
+60 s``), the Postgres reference store while it installs a schema. This module
+installs the reporter that prints those notes as ``chongming:`` lines, with output
+capture paused for the line. Under xdist the notes of the workers are dropped (a
+worker has no terminal); the start and end lines above still appear.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
+from ..progress import reporting
 from .itemdata import is_stress_nodeid, serial_nodeid
 
 __all__ = ["Progress"]
@@ -41,6 +50,7 @@ class Progress:
         self.planned: dict[str, int] = {"stress": 0, "hypothesis": 0}
         self.started: dict[str, int] = {"stress": 0, "hypothesis": 0}
         self.numbers: dict[str, tuple[str, int]] = {}
+        self._notes = contextlib.ExitStack()
 
     def _phase(self, nodeid: str) -> str | None:
         if self.stress_profile is not None and is_stress_nodeid(nodeid):
@@ -52,6 +62,24 @@ class Progress:
     def _plan(self, nodeids: list[str]) -> None:
         for phase in self.planned:
             self.planned[phase] = sum(1 for n in nodeids if self._phase(n) == phase)
+
+    # -- notes from inside a long step (chongming_conformance.progress) ------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Only the process that owns the terminal shows notes: an xdist worker has none.
+        if not hasattr(self.config, "workerinput"):
+            self._notes.enter_context(reporting(self._note))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._notes.close()
+
+    def _note(self, text: str) -> None:
+        """Write a note now, in the middle of a test: output capture is paused for it."""
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        paused = capman.global_and_fixture_disabled() if capman is not None else None
+        with paused if paused is not None else contextlib.nullcontext():
+            self._write(text)
 
     def _write(self, text: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")

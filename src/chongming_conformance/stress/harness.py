@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -30,6 +31,7 @@ import multiprocess
 from ..codec import encode_dt
 from ..errors import ConcurrencyConflict, StoreError
 from ..factory import enter_store
+from ..progress import note
 from ..protocol import TaskStore
 from .diagnosis import deadline_report
 from .log import Logs, OpLog, read_logs
@@ -52,6 +54,10 @@ T = TypeVar("T")
 SELF_DESTRUCT_GRACE = 10.0
 #: Seconds the parent waits after terminate() before kill().
 TERMINATE_GRACE = 2.0
+#: Seconds between two progress notes of a running scenario (``progress.note``).
+PROGRESS_EVERY = 3.0
+#: A round number as a worker's log line records it (compact JSON, see ``log.OpLog``).
+_ROUND = re.compile(rb'"round":(\d+)')
 
 
 class DeadlineReached(Exception):
@@ -286,7 +292,9 @@ class Group:
     def finish(self) -> Logs:
         """Join every worker by the deadline, reporting stuck and crashed ones; return logs."""
         h = self._h
+        watch = RoundWatcher(self.paths)
         while any(p.is_alive() for p in self.procs.values()) and h.remaining() > 0:
+            watch.tick(h)
             if self._failed_early():
                 # A crashed peer never reaches the barrier: release the others now.
                 self.barrier.abort()
@@ -360,6 +368,42 @@ class Group:
         if code is not None and code < 0:
             return [f"scenario {self._h.scenario!r}: {who} died from signal {-code}"]
         return [f"scenario {self._h.scenario!r}: {who} exited with code {code}"]
+
+
+class RoundWatcher:
+    """Reads the workers' logs as they grow and says, every few seconds, how far the
+    scenario is (``progress.note``): the highest round any worker has started, of the
+    profile's rounds. Reading the files the workers flush line by line needs nothing
+    from them, so a scenario reports progress without a line of its own."""
+
+    def __init__(self, paths: Mapping[int, Path]) -> None:
+        self.paths = dict(paths)
+        self.offsets = dict.fromkeys(self.paths, 0)
+        self.round: int | None = None
+        self.next_note = time.monotonic() + PROGRESS_EVERY
+
+    def _scan(self) -> None:
+        for i, path in self.paths.items():
+            try:
+                with path.open("rb") as f:
+                    f.seek(self.offsets[i])
+                    chunk = f.read()
+            except OSError:
+                continue
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self.offsets[i] += len(complete)
+            for found in _ROUND.findall(complete):
+                r = int(found)
+                self.round = r if self.round is None else max(self.round, r)
+
+    def tick(self, h: Harness) -> None:
+        if time.monotonic() < self.next_note:
+            return
+        self.next_note = time.monotonic() + PROGRESS_EVERY
+        self._scan()
+        elapsed = h.profile.deadline - h.remaining()
+        where = f"round {self.round + 1}/{h.profile.rounds}, " if self.round is not None else ""
+        note(f"stress {h.scenario}: {where}{elapsed:.0f} s of at most {h.profile.deadline:g} s")
 
 
 class Harness:
