@@ -68,6 +68,20 @@ def test_a_note_without_a_reporter_is_dropped_and_a_failing_reporter_is_harmless
     assert seen == ["heard"]
 
 
+def test_a_closing_phase_logged_as_round_n_shows_as_the_last_round(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(_line({"ev": "inv", "w": 0, "seq": 9, "op": "get", "round": 30}))
+    harness = SimpleNamespace(scenario="touch_save",
+                              profile=SimpleNamespace(rounds=30, deadline=120.0),
+                              remaining=lambda: 117.0)
+    notes: list[str] = []
+    watch = RoundWatcher({0: path})
+    watch.next_note = 0.0
+    with progress.reporting(notes.append):
+        watch.tick(harness)  # type: ignore[arg-type]
+    assert notes == ["stress touch_save: round 30/30, 3 s of at most 120 s"]
+
+
 @pytest.mark.parametrize("rounds", [1, 3])
 def test_round_numbers_are_one_based_of_the_profile(tmp_path: Path, rounds: int) -> None:
     path = tmp_path / "w.jsonl"

@@ -402,7 +402,9 @@ class RoundWatcher:
         self.next_note = time.monotonic() + PROGRESS_EVERY
         self._scan()
         elapsed = h.profile.deadline - h.remaining()
-        where = f"round {self.round + 1}/{h.profile.rounds}, " if self.round is not None else ""
+        # Some scenarios log a closing phase as round ``rounds``: show it as the last round.
+        shown = None if self.round is None else min(self.round + 1, h.profile.rounds)
+        where = f"round {shown}/{h.profile.rounds}, " if shown is not None else ""
         note(f"stress {h.scenario}: {where}{elapsed:.0f} s of at most {h.profile.deadline:g} s")
 
 
