@@ -36,7 +36,8 @@ USAGE_ERROR_EXIT = 4
 _KIT_DIR = str(Path(__file__).resolve().parent) + os.sep
 _SHAPE_HINT = (
     "A store needs the 14 methods of chongming_conformance.TaskStore with the same parameter "
-    "names, defaults and keyword-only markers."
+    "names, defaults and keyword-only markers (clause PROTOCOL-METHODS: the store is refused "
+    "before any test, so no clause of it is checked)."
 )
 #: Never turned into a usage error: Ctrl-C stops the run (the author's sys.exit() does not).
 _PASS_THROUGH = (KeyboardInterrupt,)
