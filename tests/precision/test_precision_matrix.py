@@ -21,7 +21,7 @@ ALL = cases()
 #: so every kind of broken store (contract, property, stress) is represented and the run
 #: stays within CI's budget; ``-m precision_full`` runs the rest (docs/benchmarks.md has the
 #: full matrix and its wall time: about 45 min serial on a loaded 2-core box).
-SAMPLE_EVERY = 4
+SAMPLE_EVERY = 8
 
 
 def _marked(index: int, case: Case) -> object:
