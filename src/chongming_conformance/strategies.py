@@ -54,10 +54,8 @@ from hypothesis.strategies import SearchStrategy
 
 from .alphabet import (
     C0_CONTROLS,
-    CONFUSABLE_PAIRS,
     DEL,
     ESCAPED_CHARACTERS,
-    LITERAL_ESCAPES,
     NUL,
 )
 from .model import (
@@ -69,6 +67,20 @@ from .model import (
     TaskSnapshot,
     TaskStatus,
     Transition,
+)
+from .pools import (
+    ADVERSARIAL_POOL,
+    BROKE_STORES,
+    BUCKET_POOL,
+    CONFUSABLES,
+    FIXED_OFFSETS,
+    INT64_MAX,
+    INTEGER_BOUNDARIES,
+    NAME_POOL,
+    PIPELINE_POOL,
+    PREFIX_POOL,
+    SPECIAL_CHARACTERS,
+    TAG_POOL,
 )
 
 __all__ = [
@@ -111,81 +123,9 @@ __all__ = [
     "versions",
 ]
 
-#: Largest value of a signed 64-bit integer (SQL BIGINT): the top of the integer domain.
-INT64_MAX = 2**63 - 1
-#: Integer values drawn with high probability: the edges where backends overflow or round.
-INTEGER_BOUNDARIES: tuple[int, ...] = (0, 1, 2**31 - 1, 2**31, 2**53, INT64_MAX)
-
-#: The fixed offsets drawn most often: UTC, the non-whole-hour ones, and both extremes.
-FIXED_OFFSETS: tuple[tzinfo, ...] = (
-    UTC,
-    timezone(timedelta(hours=5, minutes=45)),  # Nepal
-    timezone(timedelta(hours=-3, minutes=-30)),  # Newfoundland
-    timezone(timedelta(hours=5, minutes=30)),  # India
-    timezone(timedelta(hours=-9, minutes=-30)),  # Marquesas
-    timezone(timedelta(hours=14)),  # Line Islands, the easternmost
-    timezone(timedelta(hours=-12)),  # Baker Island, the westernmost
-    timezone(timedelta(hours=1)),
-    timezone(timedelta(hours=-8)),
-    timezone(timedelta(0), "UTC+0 (not the UTC singleton)"),
-)
-
-_CONFUSABLES: tuple[str, ...] = tuple(
-    dict.fromkeys(text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right))
-)
-
-#: Characters that have broken real stores; :func:`texts` draws them often. The
-#: adversarial alphabet is appended whole, so no class an engine escapes is missing.
-_BROKE_STORES: tuple[str, ...] = (
-    "%", "_", "\\", "'", '"', "`", ";",  # SQL wildcards, escape, quotes
-    "[", "]", "{", "}", ":", ",", "$", ".", "*", "?",  # JSON, JSONPath, glob
-    "\n", "\r", "\t", "\x01", "\x7f",  # controls that survive every backend
-    " ", "\u00a0", "\u200b", "\ufeff",  # spaces, zero-width, BOM
-    "e", "E", "\u00e9", "\u0301",  # case, precomposed é vs combining acute
-    "\u05d0", "\u0627", "\u200f", "\u202e",  # Hebrew, Arabic, RLM, RLO
-    "\U0001f600", "\U00010348", "\U0010fffd",  # astral plane, last plane
-    "\uffff", "\ufffd",  # noncharacter, replacement character
-)
-SPECIAL_CHARACTERS: tuple[str, ...] = tuple(dict.fromkeys(_BROKE_STORES + ESCAPED_CHARACTERS))
-
-#: Tags that collide by prefix, suffix or substring; :func:`tag_sets` draws from it often.
-TAG_POOL: tuple[str, ...] = (
-    "io", "ios", "bio", "i", "o", "IO", "Io",
-    "io,", ",io", "io ", " io", '"io"', "[io]", "io\\", "i%", "i_", "%", "_",
-    "", ",", '","', "a,b", "[]",
-)
-
-#: Names that collide under LIKE (``%``/``_`` wildcards, ASCII case folding) or by prefix.
-NAME_POOL: tuple[str, ...] = (
-    "job", "jobs", "Job", "JOB", "job_1", "jobx1", "job%", "job%x", "jobxx",
-    "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
-)
-
-#: ``name_prefix`` values drawn often: LIKE wildcards and escapes that also occur
-#: literally in :data:`NAME_POOL`, case variants, combining marks.
-PREFIX_POOL: tuple[str, ...] = (
-    "%", "_", "\\", "job_", "job%", "jo_", "j_b", "j%", "j\\", "j\\o", "J", "JOB", "e", "",
-)
-#: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
-BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
-#: Pipeline run ids drawn often (wildcards and a case variant included).
-PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
-#: Whole strings an engine escapes, pads, folds or normalises: both sides of every
-#: confusable pair (``build`` / ``build `` / ``Build``, ``straße`` / ``STRASSE``,
-#: NFC / NFD, full width), controls JSON encoders escape differently, escapes
-#: spelled literally. :func:`names` and :func:`tags` (and so name prefixes) draw
-#: from it as part of their non-pool branch, so the collision pools above keep
-#: their density. Ids draw every *character* of the alphabet through
-#: :func:`texts`, and whole confusable strings (see :func:`identifiers`).
-ADVERSARIAL_POOL: tuple[str, ...] = tuple(dict.fromkeys((
-    *_CONFUSABLES,
-    "io\x0b", "io\x1f", "io\u2028", "io\x7f", "io\x85",
-    *LITERAL_ESCAPES,
-)))
-
 # Three pools of equal weight, so the 32 controls neither crowd out the rest nor drown in it.
 _LIKE_HEAVY = st.one_of(
-    st.sampled_from(_BROKE_STORES),
+    st.sampled_from(BROKE_STORES),
     st.sampled_from((*C0_CONTROLS, DEL)),
     st.sampled_from([ch for ch in ESCAPED_CHARACTERS if ch not in (*C0_CONTROLS, DEL)]),
 )
@@ -215,7 +155,7 @@ def texts(*, min_size: int = 0, max_size: int = 12, nul: bool = False) -> Search
 
 #: Both sides of every confusable pair, as whole ids: a key column with a PAD SPACE or
 #: case-insensitive collation makes ``build`` and ``build `` one row.
-CONFUSABLE_IDS: tuple[str, ...] = _CONFUSABLES
+CONFUSABLE_IDS: tuple[str, ...] = CONFUSABLES
 
 
 @functools.lru_cache(maxsize=512)
