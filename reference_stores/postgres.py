@@ -31,27 +31,24 @@ What it guarantees, and why:
   triggers on ``tasks`` in the writing transaction, striped per backend so
   concurrent writers do not queue on one row (docs/postgres.md).
 * **timestamptz everywhere**, sessions in UTC, values returned UTC-aware.
-* **Schema management is separate.** :func:`install_schema` (idempotent,
-  versioned via a ``schema_version`` table) needs CREATE; the store itself only
-  runs SELECT/INSERT/UPDATE/DELETE, so it works under a role with DML grants
-  only. Identifiers are quoted with ``psycopg.sql.Identifier``, never
-  formatted into the text.
+* **Schema management is separate** (``reference_stores/postgres_schema.py``):
+  :func:`install_schema` (idempotent, versioned via a ``schema_version`` table)
+  needs CREATE; the store itself only runs SELECT/INSERT/UPDATE/DELETE, so it
+  works under a role with DML grants only. Identifiers are quoted with
+  ``psycopg.sql.Identifier``, never formatted into the text.
 
-To copy it: keep the statements, change the table layout if you must (the
-column names come from ``chongming_conformance.codec``), and keep the
-``_connection`` wrapper that turns driver errors into StoreError. The SQL and
-the reasoning are in docs/postgres.md.
+To copy it: take this file and ``postgres_schema.py``; keep the statements,
+change the table layout if you must (the column names come from
+``chongming_conformance.codec``), and keep the ``_connection`` wrapper that
+turns driver errors into StoreError. The SQL and the reasoning are in
+docs/postgres.md. The factories the kit runs it through (``make_store`` and
+friends, below) delegate to ``postgres_factories.py``, which is test plumbing
+(a DSN from the environment, recycled schemas) you need not copy.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import functools
-import os
 import select
-import threading
-import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -93,11 +90,21 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.progress import note as progress_note
 from chongming_conformance.report.masking import mask_secrets
+
+from .postgres_schema import (
+    MAX_SCHEMA_BYTES,
+    SCHEMA_VERSION,
+    _failure,
+    _ident,
+    drop_schema,
+    install_schema,
+    validate_schema_name,
+)
 
 __all__ = [
     "DSN_ENV",
+    "MAX_SCHEMA_BYTES",
     "SCHEMA_VERSION",
     "PostgresTaskStore",
     "claim_statement",
@@ -106,263 +113,15 @@ __all__ = [
     "make_fresh_store",
     "make_shared_store",
     "make_store",
+    "open_pool",
     "query_statement",
     "validate_schema_name",
 ]
 
 #: Environment variable holding the DSN used by make_store()/make_shared_store().
 DSN_ENV = "CHONGMING_TEST_POSTGRES"
-#: Version of the DDL below; the store refuses a schema with another version.
-SCHEMA_VERSION = 2
-#: counts() counters are striped over this many rows per status, picked by the
-#: writing backend's pid, so concurrent writers rarely wait on one counter row.
-COUNTER_SLOTS = 64
-
 _TASK_DT = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at", "lease_until")
 _COMMAND_DT = ("created_at", "lease_until", "finished_at")
-
-# -- DDL ----------------------------------------------------------------------------------
-# Every statement is a template whose only placeholder is the schema identifier.
-# ``IF NOT EXISTS`` everywhere, so a half-applied install (it runs in one
-# transaction, so it should not happen) can be re-run.
-_DDL_V1: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS {schema}.tasks (
-        task_id          text PRIMARY KEY,
-        name             text NOT NULL,
-        status           text NOT NULL,
-        status_version   bigint NOT NULL,
-        created_at       timestamptz NOT NULL,
-        updated_at       timestamptz NOT NULL,
-        started_at       timestamptz,
-        finished_at      timestamptz,
-        tags             jsonb NOT NULL DEFAULT '[]'::jsonb,
-        bucket           bigint,
-        pipeline_run_id  text,
-        progress_done    bigint,
-        progress_total   bigint,
-        progress_message text,
-        failure_type     text,
-        failure_message  text,
-        failure_detail   text,
-        heartbeat_at     timestamptz,
-        lease_owner      text,
-        lease_until      timestamptz
-    )""",
-    "CREATE INDEX IF NOT EXISTS tasks_created_idx ON {schema}.tasks (created_at, task_id)",
-    "CREATE INDEX IF NOT EXISTS tasks_status_idx ON {schema}.tasks (status)",
-    "CREATE INDEX IF NOT EXISTS tasks_bucket_idx ON {schema}.tasks (bucket)",
-    "CREATE INDEX IF NOT EXISTS tasks_pipeline_idx ON {schema}.tasks (pipeline_run_id)",
-    # jsonb_ops (the default opclass) supports ``?``; jsonb_path_ops would not.
-    "CREATE INDEX IF NOT EXISTS tasks_tags_idx ON {schema}.tasks USING gin (tags)",
-    """CREATE TABLE IF NOT EXISTS {schema}.transitions (
-        task_id     text NOT NULL,
-        version     bigint NOT NULL,
-        from_status text,
-        to_status   text NOT NULL,
-        at          timestamptz NOT NULL,
-        reason      text,
-        PRIMARY KEY (task_id, version)
-    )""",
-    """CREATE TABLE IF NOT EXISTS {schema}.commands (
-        command_id  text PRIMARY KEY,
-        task_id     text NOT NULL,
-        kind        text NOT NULL,
-        issued_by   text NOT NULL,
-        created_at  timestamptz NOT NULL,
-        lease_until timestamptz,
-        finished_at timestamptz,
-        outcome     text
-    )""",
-    # The claim scans this in (created_at, command_id) order; finished commands,
-    # the vast majority in a long-lived system, are not in it at all.
-    "CREATE INDEX IF NOT EXISTS commands_unfinished_idx ON {schema}.commands "
-    "(created_at, command_id) WHERE finished_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS commands_task_idx ON {schema}.commands (task_id)",
-)
-# Version 2: hot reads flat from 10k to 1M tasks (docs/benchmarks.md).
-_DDL_V2: tuple[str, ...] = (
-    # Filter and order in one index: "the bucket's tasks by created_at" reads
-    # LIMIT rows in order instead of sorting the bucket.
-    "DROP INDEX IF EXISTS {schema}.tasks_bucket_idx",
-    "CREATE INDEX tasks_bucket_idx ON {schema}.tasks (bucket, created_at, task_id)",
-    # "The bucket's RUNNING tasks": two equalities, then the order.
-    "DROP INDEX IF EXISTS {schema}.tasks_status_idx",
-    "CREATE INDEX tasks_status_idx ON {schema}.tasks (status, bucket, created_at, task_id)",
-    # counts() sums this table (at most statuses x COUNTER_SLOTS rows) instead of
-    # reading every task. Triggers keep it exact in the transaction that writes
-    # the tasks, whoever writes them (the store, COPY, an operator's SQL).
-    """CREATE TABLE IF NOT EXISTS {schema}.task_counts (
-        status text NOT NULL,
-        slot   integer NOT NULL,
-        n      bigint NOT NULL,
-        PRIMARY KEY (status, slot)
-    )""",
-    "INSERT INTO {schema}.task_counts (status, slot, n) "
-    "SELECT status, 0, count(*) FROM {schema}.tasks GROUP BY status",
-    # One function for the three triggers. The search_path is pinned to the
-    # schema (an identifier, quoted outside the body), so the body names no
-    # schema and a schema name can never break out of the function text.
-    # Each statement's deltas are summed per status and applied in status
-    # order, so two of the store's transactions (one tasks statement each) lock
-    # counter rows in the same order: no deadlock. The slot is per backend, so
-    # concurrent connections mostly update different rows.
-    """CREATE OR REPLACE FUNCTION {schema}.count_tasks() RETURNS trigger
-    LANGUAGE plpgsql SET search_path = {schema}, pg_catalog AS $body$
-    BEGIN
-        IF TG_OP = 'INSERT' THEN
-            INSERT INTO task_counts AS c (status, slot, n)
-                SELECT status, pg_backend_pid() % {slots}, count(*) FROM new_rows
-                GROUP BY status ORDER BY status
-                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
-        ELSIF TG_OP = 'DELETE' THEN
-            INSERT INTO task_counts AS c (status, slot, n)
-                SELECT status, pg_backend_pid() % {slots}, -count(*) FROM old_rows
-                GROUP BY status ORDER BY status
-                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
-        ELSE  -- a row whose status changed (see the trigger's WHEN)
-            INSERT INTO task_counts AS c (status, slot, n)
-                SELECT status, pg_backend_pid() % {slots}, d
-                FROM (VALUES (OLD.status, -1), (NEW.status, 1)) AS changes (status, d)
-                ORDER BY status
-                ON CONFLICT (status, slot) DO UPDATE SET n = c.n + excluded.n;
-        END IF;
-        RETURN NULL;
-    END
-    $body$""".replace("{slots}", str(COUNTER_SLOTS)),
-    # Statement-level with transition tables: a COPY of a million rows is one
-    # trigger call and one GROUP BY, not a million counter updates.
-    "CREATE TRIGGER tasks_count_insert AFTER INSERT ON {schema}.tasks "
-    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
-    "EXECUTE FUNCTION {schema}.count_tasks()",
-    "CREATE TRIGGER tasks_count_delete AFTER DELETE ON {schema}.tasks "
-    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
-    "EXECUTE FUNCTION {schema}.count_tasks()",
-    # A status change is one row (save), so this one is row-level, which allows
-    # a column list and a WHEN: touch() never sets the column, and a save that
-    # keeps the status is filtered in C before any PL/pgSQL runs.
-    "CREATE TRIGGER tasks_count_update AFTER UPDATE OF status ON {schema}.tasks "
-    "FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) "
-    "EXECUTE FUNCTION {schema}.count_tasks()",
-)
-#: version -> DDL that brings a schema from version-1 to version.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1, 2: _DDL_V2}
-
-
-#: PostgreSQL's identifier limit (NAMEDATALEN - 1) in bytes; longer names are truncated by the
-#: server without an error, so two long names sharing a prefix would be one schema.
-MAX_SCHEMA_BYTES = 63
-
-
-def validate_schema_name(schema: object) -> str:
-    """``schema`` if PostgreSQL will store it exactly as given, else a :class:`StoreError`.
-
-    Quoting (``sql.Identifier``) already makes any characters safe; what it cannot
-    prevent is an empty name (a driver error far from the cause) or a name the
-    server silently truncates to 63 bytes.
-    """
-    if not isinstance(schema, str):
-        raise StoreError(f"schema name must be a str, got {type(schema).__name__}")
-    if not schema:
-        raise StoreError("schema name must not be empty")
-    if "\x00" in schema:
-        raise StoreError(f"schema name {schema!r} contains a NUL character")
-    size = len(schema.encode("utf-8"))
-    if size > MAX_SCHEMA_BYTES:
-        raise StoreError(
-            f"schema name {schema!r} is {size} bytes; PostgreSQL keeps only the first "
-            f"{MAX_SCHEMA_BYTES} (silently), so use a shorter name"
-        )
-    return schema
-
-
-def _failure(doing: str, exc: BaseException) -> StoreError:
-    """The StoreError for a driver error: what the store was doing, the cause, masked.
-
-    libpq error texts can echo the DSN they were given (a malformed one in full).
-    """
-    return StoreError(mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
-
-
-@contextmanager
-def _driver_errors(doing: str) -> Iterator[None]:
-    """Every psycopg error inside becomes a masked StoreError with the cause chained."""
-    try:
-        yield
-    except psycopg.Error as exc:
-        raise _failure(doing, exc) from exc
-
-
-def _ident(schema: str, table: str) -> sql.Identifier:
-    return sql.Identifier(schema, table)
-
-
-@contextmanager
-def _admin_connection(
-    conn_or_dsn: psycopg.Connection[Any] | str,
-) -> Iterator[psycopg.Connection[Any]]:
-    if isinstance(conn_or_dsn, str):
-        with psycopg.connect(conn_or_dsn, autocommit=True) as conn:
-            yield conn
-    else:
-        yield conn_or_dsn
-
-
-def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> int:
-    """Create (or upgrade) the store's tables in ``schema``; return the installed version.
-
-    Idempotent and safe to run concurrently (an advisory lock serialises
-    installers). Runs in one transaction: given a connection that is already
-    in a transaction it uses a savepoint and the caller commits. Needs CREATE
-    on the database (or an existing schema you own); the store itself does not.
-    """
-    s = sql.Identifier(validate_schema_name(schema))
-    # Seconds on a busy server: say so, or the first test looks hung (shown by the
-    # plugin as a "chongming:" line; a no-op anywhere else).
-    progress_note(f"postgres: installing the schema {schema!r}")
-    with _driver_errors(f"install_schema({schema!r})"), _admin_connection(
-        conn_or_dsn
-    ) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"chongming:{schema}"])
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
-        conn.execute(
-            sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
-                "installed_at timestamptz NOT NULL DEFAULT now())"
-            ).format(_ident(schema, "schema_version"))
-        )
-        row = conn.execute(
-            sql.SQL("SELECT max(version) FROM {}").format(_ident(schema, "schema_version"))
-        ).fetchone()
-        current = 0 if row is None or row[0] is None else int(row[0])
-        if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"schema {schema!r} is at version {current}, newer than this code "
-                f"({SCHEMA_VERSION}); upgrade chongming-conformance"
-            )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in _MIGRATIONS[version]:
-                conn.execute(sql.SQL(statement).format(schema=s))
-        if current < SCHEMA_VERSION:
-            # One row per install or upgrade: the version it reached (a fresh
-            # install records only the final version; an upgrade adds a row).
-            conn.execute(
-                sql.SQL("INSERT INTO {} (version) VALUES (%s)").format(
-                    _ident(schema, "schema_version")
-                ),
-                [SCHEMA_VERSION],
-            )
-    return SCHEMA_VERSION
-
-
-def drop_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> None:
-    """Drop ``schema`` and everything in it (test teardown). Missing schema: no-op."""
-    validate_schema_name(schema)
-    with _driver_errors(f"drop_schema({schema!r})"), _admin_connection(
-        conn_or_dsn
-    ) as conn, conn.transaction():
-        # Never hang a teardown forever behind a forgotten transaction.
-        conn.execute("SET LOCAL lock_timeout = '30s'")
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 # -- statements -----------------------------------------------------------------------------
@@ -507,6 +266,38 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
         conn.commit()
 
 
+def open_pool(
+    dsn: str, *, name: str, min_size: int = 1, max_size: int = 4, timeout: float = 15.0
+) -> ConnectionPool[Any]:
+    """An open pool of UTC, autocommit connections, each checked before it is lent.
+
+    The check means a backend killed while idle (``pg_terminate_backend``, a
+    server restart) is replaced instead of failing the next call. A pool that
+    cannot connect is a masked StoreError that says whether a plain connection
+    works (the pool itself only says it timed out).
+    """
+    pool: ConnectionPool[Any] = ConnectionPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs={"autocommit": True},
+        configure=_configure,
+        check=_check_connection,
+        timeout=timeout,
+        name=name,
+        num_workers=1,
+        open=False,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except psycopg.Error as exc:
+        pool.close()
+        raise StoreError(mask_secrets(
+            f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn)}"
+        )) from exc
+    return pool
+
+
 class PostgresTaskStore:
     """TaskStore over a psycopg connection pool; see the module docstring.
 
@@ -532,29 +323,14 @@ class PostgresTaskStore:
             self._pool: ConnectionPool[Any] = dsn_or_pool
             self._owns_pool = bool(close_pool)
         else:
-            self._pool = ConnectionPool(
+            self._pool = open_pool(
                 dsn_or_pool,
+                name=f"chongming:{schema}",
                 min_size=min_size,
                 max_size=max_size,
-                kwargs={"autocommit": True},
-                configure=_configure,
-                # Test a connection before lending it: a backend killed while
-                # idle (pg_terminate_backend, server restart) is replaced
-                # instead of failing the next call.
-                check=_check_connection,
                 timeout=timeout,
-                name=f"chongming:{schema}",
-                num_workers=1,
-                open=False,
             )
             self._owns_pool = True if close_pool is None else close_pool
-            try:
-                self._pool.open(wait=True, timeout=timeout)
-            except psycopg.Error as exc:
-                self._pool.close()
-                raise StoreError(mask_secrets(
-                    f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn_or_pool)}"
-                )) from exc
         self._build_statements()
         try:
             self._check_schema()
@@ -804,191 +580,25 @@ class PostgresTaskStore:
             self._pool.close()
 
 
-# -- factories for the kit ------------------------------------------------------------------------
-def _dsn_from_env() -> str:
-    dsn = os.environ.get(DSN_ENV, "").strip()
-    if not dsn:
-        raise StoreError(
-            f"set {DSN_ENV} to a PostgreSQL DSN (e.g. postgresql://user@127.0.0.1:5432/test) "
-            "to run the kit against reference_stores.postgres"
-        )
-    return dsn
-
-
-def _fresh_schema_name(prefix: str = "chongming_t") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
-
-
-# -- recycled schemas for make_store --------------------------------------------------------
-#: Tables emptied when a recycled schema goes back to the pool (children first).
-_RECYCLED_TABLES = ("transitions", "commands", "tasks", "task_counts")
-
-
-class _SchemaPool:
-    """This process's installed, empty schemas, and one connection pool to reach them.
-
-    Installing a schema (a dozen DDL statements) and dropping it cost ~200 ms,
-    and a fresh connection pool ~20 ms: per hypothesis example that dominated
-    the whole Postgres run. A released schema is emptied instead (DELETE in one
-    transaction: ~2 ms, where TRUNCATE takes ~90 ms because it swaps every
-    table's and index's files) and handed to the next ``make_store``, which
-    first checks that it really is empty. The stores share one pool: every
-    statement names its schema, so a connection serves any of them, and a
-    closed store refuses calls by itself whoever owns the pool.
-
-    Schemas are per process (a forked child starts its own pool) and dropped
-    at interpreter exit.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._free: dict[str, list[str]] = {}
-        self._owned: dict[str, set[str]] = {}
-        self._pools: dict[str, ConnectionPool[Any]] = {}
-        atexit.register(self.shutdown)
-
-    def _fork_check(self) -> None:
-        if os.getpid() != self._pid:  # inherited from the parent: not ours to use
-            self._pid = os.getpid()
-            self._free, self._owned, self._pools = {}, {}, {}
-
-    def connection_pool(self, dsn: str) -> ConnectionPool[Any]:
-        with self._lock:
-            self._fork_check()
-            pool = self._pools.get(dsn)
-            if pool is None:
-                pool = ConnectionPool(
-                    dsn,
-                    min_size=1,
-                    max_size=8,
-                    kwargs={"autocommit": True},
-                    configure=_configure,
-                    check=_check_connection,
-                    timeout=15.0,
-                    name="chongming:make_store",
-                    num_workers=1,
-                    open=False,
-                )
-                try:
-                    pool.open(wait=True, timeout=15.0)
-                except psycopg.Error as exc:
-                    pool.close()
-                    raise StoreError(mask_secrets(
-                        f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn)}"
-                    )) from exc
-                self._pools[dsn] = pool
-            return pool
-
-    def acquire(self, dsn: str) -> str:
-        """An installed schema with no rows in any table (recycled, or new)."""
-        pool = self.connection_pool(dsn)
-        while True:
-            with self._lock:
-                free = self._free.get(dsn, [])
-                schema = free.pop() if free else None
-            if schema is None:
-                schema = _fresh_schema_name()
-                install_schema(dsn, schema)
-                with self._lock:
-                    self._owned.setdefault(dsn, set()).add(schema)
-                return schema
-            with _driver_errors(f"checking recycled schema {schema!r}"):
-                empty = _is_empty(pool, schema)
-            if empty:
-                return schema
-            # A write landed after the release (a call in flight at close): never
-            # hand that out; drop it and try the next one.
-            self._discard(dsn, schema)
-
-    def release(self, dsn: str, schema: str) -> None:
-        """Empty ``schema`` and make it available again; drop it if emptying fails."""
-        try:
-            with self.connection_pool(dsn).connection() as conn, conn.transaction():
-                conn.execute("SET LOCAL lock_timeout = '30s'")
-                for table in _RECYCLED_TABLES:
-                    conn.execute(sql.SQL("DELETE FROM {}").format(_ident(schema, table)))
-        except (psycopg.Error, StoreError):
-            self._discard(dsn, schema)
-            return
-        with self._lock:
-            if os.getpid() == self._pid:
-                self._free.setdefault(dsn, []).append(schema)
-
-    def _discard(self, dsn: str, schema: str) -> None:
-        with self._lock:
-            self._owned.get(dsn, set()).discard(schema)
-        drop_schema(dsn, schema)
-
-    def shutdown(self) -> None:
-        """Drop every schema this process installed and close the pools (atexit)."""
-        with self._lock:
-            if os.getpid() != self._pid:
-                return
-            owned, pools = self._owned, self._pools
-            self._free, self._owned, self._pools = {}, {}, {}
-        for dsn, schemas in owned.items():
-            for schema in schemas:
-                # The server may be gone at exit: then there is nothing to clean.
-                with contextlib.suppress(psycopg.Error, StoreError):
-                    drop_schema(dsn, schema)
-        for pool in pools.values():
-            pool.close()
-
-
-def _is_empty(pool: ConnectionPool[Any], schema: str) -> bool:
-    checks = sql.SQL(" OR ").join(
-        sql.SQL("EXISTS (SELECT 1 FROM {})").format(_ident(schema, table))
-        for table in _RECYCLED_TABLES
-    )
-    with pool.connection() as conn:
-        row = conn.execute(sql.SQL("SELECT NOT ({})").format(checks)).fetchone()
-    return bool(row and row[0])
-
-
-_SCHEMAS = _SchemaPool()
-
-
+# -- factories for the kit ------------------------------------------------------------------
+# Generator factories (``--chongming-store=reference_stores.postgres:make_store``). They
+# live in postgres_factories.py, imported on first use: that module needs this one.
 def make_store() -> Generator[PostgresTaskStore, None, None]:
-    """Generator factory: a store on an empty schema, recycled (emptied) on teardown.
+    """A store on an empty schema from ``$CHONGMING_TEST_POSTGRES``, recycled on teardown."""
+    from .postgres_factories import recycled_store
 
-    Every store starts with no tasks, history, commands or counters, exactly
-    like a fresh schema (tests/integration/test_postgres_store.py proves it),
-    at a fraction of the cost; :func:`make_fresh_store` is the old way.
-    """
-    dsn = _dsn_from_env()
-    schema = _SCHEMAS.acquire(dsn)
-    try:
-        store = PostgresTaskStore(_SCHEMAS.connection_pool(dsn), schema=schema)
-        try:
-            yield store
-        finally:
-            store.close()
-    finally:
-        _SCHEMAS.release(dsn, schema)
+    yield from recycled_store()
 
 
 def make_fresh_store() -> Generator[PostgresTaskStore, None, None]:
-    """Generator factory: a store on a newly installed schema, dropped on teardown."""
-    dsn = _dsn_from_env()
-    schema = _fresh_schema_name()
-    install_schema(dsn, schema)
-    try:
-        store = PostgresTaskStore(dsn, schema=schema)
-        try:
-            yield store
-        finally:
-            store.close()
-    finally:
-        drop_schema(dsn, schema)
+    """A store on a newly installed schema, dropped on teardown (the slow, plain way)."""
+    from .postgres_factories import fresh_store
+
+    yield from fresh_store()
 
 
 def make_shared_store() -> Generator[Callable[[], PostgresTaskStore], None, None]:
-    """Generator factory: a fresh schema, and a picklable opener for other processes."""
-    dsn = _dsn_from_env()
-    schema = _fresh_schema_name()
-    install_schema(dsn, schema)
-    try:
-        yield functools.partial(PostgresTaskStore.open, dsn, schema=schema)
-    finally:
-        drop_schema(dsn, schema)
+    """A fresh schema, and a picklable opener other processes use to reach it."""
+    from .postgres_factories import shared_store_opener
+
+    yield from shared_store_opener()

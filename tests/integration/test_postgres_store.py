@@ -58,6 +58,7 @@ try:
     from psycopg.conninfo import make_conninfo
 
     from reference_stores import postgres as pgstore
+    from reference_stores import postgres_schema as pgschema
 except ImportError as exc:  # the driver is an optional extra
     if os.environ.get("CHONGMING_REQUIRE_POSTGRES", "").strip() not in ("", "0"):
         raise
@@ -862,7 +863,7 @@ def test_install_migrates_a_version_1_schema_with_its_counts(postgres_dsn: str) 
                 sql.SQL("CREATE TABLE {} (version integer PRIMARY KEY, installed_at timestamptz "
                         "NOT NULL DEFAULT now())").format(sql.Identifier(name, "schema_version"))
             )
-            for statement in pgstore._MIGRATIONS[1]:
+            for statement in pgschema._MIGRATIONS[1]:
                 conn.execute(sql.SQL(statement).format(schema=s))
             conn.execute(
                 sql.SQL("INSERT INTO {} (version) VALUES (1)").format(
