@@ -20,7 +20,8 @@ ALL = cases()
 #: The default run (and CI) takes every SAMPLE_EVERY-th store, in the matrix's fixed order,
 #: so every kind of broken store (contract, property, stress) is represented and the run
 #: stays within CI's budget; ``-m precision_full`` runs the rest (docs/benchmarks.md has the
-#: full matrix and its wall time: about 45 min serial on a loaded 2-core box).
+#: full matrix; its wall time: about 45 min serial on a loaded 2-core box, 7 min under -n 2
+#: on a quiet one).
 SAMPLE_EVERY = 8
 
 
