@@ -17,14 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-try:
-    import psycopg
-    from psycopg import sql
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "reference_stores.postgres_schema needs psycopg 3: "
-        'pip install "chongming-conformance[postgres]"'
-    ) from exc
+# Without the ``postgres`` extra this import fails; reference_stores.postgres, which
+# imports this module, first says which command installs it.
+import psycopg
+from psycopg import sql
 
 from chongming_conformance import StoreError
 from chongming_conformance.progress import note as progress_note
