@@ -57,6 +57,7 @@ from typing import Any
 try:
     import psycopg
     from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import DictRow, dict_row
     from psycopg.types.json import Jsonb
     from psycopg_pool import ConnectionPool
@@ -274,8 +275,13 @@ def open_pool(
     The check means a backend killed while idle (``pg_terminate_backend``, a
     server restart) is replaced instead of failing the next call. A pool that
     cannot connect is a masked StoreError that says whether a plain connection
-    works (the pool itself only says it timed out).
+    works (the pool itself only says it timed out). A DSN that does not even parse
+    fails at once, before the pool retries it in the background for ``timeout``.
     """
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
         min_size=min_size,

@@ -9,11 +9,13 @@ Three layers, all driven by hypothesis-generated secrets:
   the author's factory raises or its store fails to open with the secret in
   the error;
 * real plugin runs in a subprocess (a few examples, each a couple of runs): a
-  store module that raises at import, and a store whose calls fail, print and
-  log with every form at once, whose repr carries them, whose shared-store
-  workers crash with them -- with ``--junitxml``, JSON and Markdown reports
-  and ``-rA``. Standard output, standard error, every report file and every
-  kept stress log are searched for each secret.
+  store module that raises at import, a factory that logs (as a driver's pool
+  does) while the plugin opens it, and a store whose calls fail, print and log
+  (also live, ``--log-cli-level``) with every form at once, whose repr carries
+  them, whose shared-store workers log and crash with them -- with
+  ``--junitxml``, JSON and Markdown reports and ``-rA``. Standard output,
+  standard error, every report file and every kept stress log are searched
+  for each secret.
 
 Each check also asserts the text around the secret survives (the host, the
 error), so "the secret is absent" cannot pass because the output is empty.
@@ -21,7 +23,9 @@ error), so "the secret is absent" cannot pass because the output is empty.
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import string
 import subprocess
@@ -34,7 +38,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from chongming_conformance.report.masking import mask_all, mask_secrets
+from chongming_conformance.report.masking import mask_all, mask_secrets, masked_logging
 from chongming_conformance.specs import SpecError, open_check
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,6 +110,35 @@ def test_mask_all_replaces_values_under_secret_keys(secret: str, key: str) -> No
     assert masked["store"][key] == "***"
 
 
+@given(secret=secrets)
+def test_log_records_are_masked_whichever_handler_prints_them(secret: str) -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    logger = logging.getLogger("chongming.test.driver")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        restore = masked_logging()
+        try:
+            logger.warning("error connecting in %r: %s", "pool", forms(secret)["url"])
+            try:
+                raise ConnectionError(forms(secret)["kv"])
+            except ConnectionError:
+                logger.exception("retrying %s", forms(secret)["env"])
+        finally:
+            restore()
+        masked = stream.getvalue()
+        _assert_masked(masked, secret)
+        assert "error connecting in 'pool'" in masked
+        assert "ConnectionError: host=db.example" in masked  # the traceback, masked too
+        # Restored: the factory the process had before is back (the kit leaves no trace).
+        logger.warning("after: %s", secret)
+        assert stream.getvalue().endswith(f"after: {secret}\n")
+    finally:
+        logger.removeHandler(handler)
+
+
 # -- layer 2: the shared spec checks (what the plugin, check and bench print) ------------------
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(secret=secrets)
@@ -165,6 +198,9 @@ class Leaky(InMemoryTaskStore):
 
 @contextlib.contextmanager
 def _opening():
+    # As psycopg_pool does while the plugin opens the store: before pytest captures
+    # anything, so Python's last-resort handler prints it.
+    logging.getLogger("leaky.pool").warning("error connecting in 'pool': %s", TEXT)
     raise ConnectionError("open failed: " + TEXT)
     yield
 
@@ -177,6 +213,7 @@ def make_store():
 
 def open_shared():
     if multiprocess.current_process().name != "MainProcess":
+        logging.getLogger("leaky.pool").error("worker log: %s", TEXT)
         raise ConnectionError("worker cannot connect: " + TEXT)
     return Leaky()
 
@@ -225,6 +262,8 @@ def test_no_output_path_of_a_plugin_run_shows_the_secret(
         done, scratch = _plugin_run(tmp, mode)
         assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
         assert what in done.stderr
+        if mode == "open":  # the driver's own log line is printed, masked
+            assert "error connecting in 'pool': postgresql://audit:***@" in done.stderr
         _assert_masked(done.stdout + done.stderr, secret)
         for path, text in _files(scratch).items():
             assert secret not in text, f"secret leaked in {path}"
@@ -233,7 +272,9 @@ def test_no_output_path_of_a_plugin_run_shows_the_secret(
     # reports, crashing stress workers whose logs are kept.
     reports = tmp / "out"
     done, scratch = _plugin_run(
+        # --log-cli-level: pytest prints log records live, outside any report section.
         tmp, "run", "-k", "counts_all_keys or counts_per_status or claim_race", "-rA",
+        "--log-cli-level=ERROR",
         "--chongming-stress=quick", "--chongming-stress-deadline=20",
         f"--junitxml={reports / 'junit.xml'}",
         f"--chongming-report={reports / 'report.json'}",

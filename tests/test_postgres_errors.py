@@ -62,3 +62,18 @@ def test_a_refused_connection_is_a_masked_storeerror() -> None:
     assert message.startswith("cannot connect to PostgreSQL")
     assert "a direct connection fails" in message  # _connect_problem's diagnosis, masked too
     assert SECRET not in message
+
+
+def test_a_store_on_a_malformed_dsn_is_refused_at_once_and_the_pool_logs_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Handed to the pool, the typo would be retried in the background for the whole pool
+    # timeout, each attempt logging libpq's message with the DSN in it.
+    dsn = f"postgresq://postgres:{SECRET}@db.example/x"
+    caplog.set_level("DEBUG", logger="psycopg")
+    with pytest.raises(StoreError) as caught:
+        pgstore.PostgresTaskStore(dsn, schema="chongming_x", timeout=30.0)
+    message = str(caught.value)
+    assert message.startswith('invalid PostgreSQL DSN: missing "=" after')
+    assert SECRET not in message and "postgres:***@db.example" in message
+    assert [r.getMessage() for r in caplog.records] == []

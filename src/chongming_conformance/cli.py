@@ -18,6 +18,7 @@ from typing import NoReturn
 from . import __version__
 from .clauses import CATALOGUE_VERSION
 from .report.catalogue import render_catalogue
+from .report.masking import masked_logging
 from .specs import USAGE_ERROR_EXIT
 
 __all__ = ["DEFAULT_SPEC", "UsageParser", "main"]
@@ -103,7 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The probe owns its arguments (``bench --help`` shows them).
         from . import bench
 
-        return bench.main(args[1:])
+        # The probe opens the store in this process: its driver's logs are masked too.
+        restore_logging = masked_logging()
+        try:
+            return bench.main(args[1:])
+        finally:
+            restore_logging()
     spec: str | None = None
     if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
         spec = args.pop(1)

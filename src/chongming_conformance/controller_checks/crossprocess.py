@@ -36,6 +36,7 @@ from multiprocess.reduction import ForkingPickler
 from ..controller import Controller, TaskContext
 from ..factory import enter_store
 from ..model import TaskStatus
+from ..report.masking import masked_logging
 
 __all__ = ["SCENARIOS", "run_cross_process"]
 
@@ -170,6 +171,7 @@ def _serve(c: Controller, op: str, args: tuple[Any, ...], deadline: float) -> An
 def _child_main(opener: Opener, params: dict[str, Any], inbox: Any, outbox: Any,
                 deadline: float) -> None:
     """Entry point of every child: open the store, run one Controller, answer requests."""
+    masked_logging()  # the store's driver logs to this process's stderr
     _arm_self_destruct(deadline - time.monotonic() + GRACE)
     try:
         with contextlib.ExitStack() as stack:

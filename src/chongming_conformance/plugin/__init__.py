@@ -33,6 +33,7 @@ pytest.register_assert_rewrite(
 # and none imports the modules above. ``_blames`` and ``_hypothesis_info`` are the
 # pre-package private names, kept importable for code written against plugin.py.
 from ..report import blamed_among as _blames  # noqa: E402, F401
+from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
 from .harvest import hypothesis_info as _hypothesis_info  # noqa: E402, F401
 from .options import add_options, load_profile, read_options  # noqa: E402
@@ -51,6 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = read_options(config)
     if options is None:
         return
+    # Before the store is first opened: a driver may log its DSN while connecting.
+    config.add_cleanup(masked_logging())
     kit, described = resolve_kit(options)
     load_profile(options.profile, shrink=options.shrink)
     _config.install(kit)

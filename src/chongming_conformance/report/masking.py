@@ -23,11 +23,12 @@ nothing, a leaked password costs a rotation.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MASK", "mask_all", "mask_secrets"]
+__all__ = ["MASK", "mask_all", "mask_secrets", "masked_logging"]
 
 #: What a secret is replaced with.
 MASK = "***"
@@ -96,3 +97,41 @@ def mask_all(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [mask_all(v) for v in value]
     return value
+
+
+def masked_logging() -> Callable[[], None]:
+    """Mask every log record from now on, whoever logs it and whichever handler prints it.
+
+    A driver's own logger is an exit path the kit does not own: psycopg_pool, for one,
+    warns ``error connecting in 'pool': missing "=" after "postgresql://user:SECRET@…"``
+    while the plugin opens the store, before pytest captures anything, and Python's
+    last-resort handler prints it to stderr. Handlers come and go (pytest adds its own
+    per test phase), so the mask goes where every record is born: the log record
+    factory formats the message once, masks it, and keeps the masked text (a
+    traceback attached to the record likewise). Only records that pass their
+    logger's level are built, so silent loggers cost nothing.
+
+    Returns the function that restores the previous factory.
+    """
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: the handler reports it, as it would
+            return record
+        record.msg, record.args = mask_secrets(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = mask_secrets(logging.Formatter().formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = mask_secrets(record.stack_info)
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+    def restore() -> None:
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(previous)
+
+    return restore

@@ -33,6 +33,7 @@ from ..errors import ConcurrencyConflict, StoreError
 from ..factory import enter_store
 from ..progress import note
 from ..protocol import TaskStore
+from ..report.masking import masked_logging
 from .diagnosis import deadline_report
 from .log import Logs, OpLog, read_logs
 from .stress_profiles import StressProfile
@@ -196,6 +197,7 @@ def _worker_main(
     deadline: float,
 ) -> None:
     """Entry point of every worker process (runs in the spawned child)."""
+    masked_logging()  # the store's driver logs to this process's stderr
     _arm_self_destruct(deadline - time.monotonic() + SELF_DESTRUCT_GRACE)
     log = OpLog(Path(log_path), spec.index, spec.role)
     log.note("start", pid=os.getpid())
