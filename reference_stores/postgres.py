@@ -273,15 +273,21 @@ def open_pool(
     """An open pool of UTC, autocommit connections, each checked before it is lent.
 
     The check means a backend killed while idle (``pg_terminate_backend``, a
-    server restart) is replaced instead of failing the next call. A pool that
-    cannot connect is a masked StoreError that says whether a plain connection
-    works (the pool itself only says it timed out). A DSN that does not even parse
-    fails at once, before the pool retries it in the background for ``timeout``.
+    server restart) is replaced instead of failing the next call.
+
+    One plain connection comes first: a DSN that does not parse, a server that
+    refuses, a wrong password fail at once with libpq's reason (masked), where a
+    pool would retry in the background for ``timeout`` seconds, logging every
+    attempt, and then say only that it timed out.
     """
     try:
         conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
+    try:
+        psycopg.connect(dsn, connect_timeout=max(1, round(timeout))).close()
+    except psycopg.Error as exc:
+        raise StoreError(mask_secrets(f"cannot connect to PostgreSQL: {exc}")) from exc
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
         min_size=min_size,

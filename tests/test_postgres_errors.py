@@ -54,14 +54,19 @@ def test_install_schema_with_a_malformed_dsn_is_a_masked_storeerror() -> None:
     assert isinstance(caught.value.__cause__, psycopg.Error)
 
 
-def test_a_refused_connection_is_a_masked_storeerror() -> None:
+def test_a_refused_connection_is_a_masked_storeerror_before_any_pool_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     dsn = f"host=127.0.0.1 port=1 user=audit password={SECRET} dbname=x connect_timeout=2"
+    caplog.set_level("DEBUG", logger="psycopg.pool")
     with pytest.raises(StoreError) as caught:
-        pgstore.PostgresTaskStore(dsn, schema="chongming_x", timeout=2.0)
+        pgstore.PostgresTaskStore(dsn, schema="chongming_x", timeout=30.0)
     message = str(caught.value)
-    assert message.startswith("cannot connect to PostgreSQL")
-    assert "a direct connection fails" in message  # _connect_problem's diagnosis, masked too
+    assert message.startswith("cannot connect to PostgreSQL: connection failed")
+    assert "Connection refused" in message  # libpq's reason, not "the pool timed out"
     assert SECRET not in message
+    # No pool was started: nothing retried in the background, nothing logged each attempt.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
 
 
 def test_a_store_on_a_malformed_dsn_is_refused_at_once_and_the_pool_logs_nothing(
@@ -70,10 +75,10 @@ def test_a_store_on_a_malformed_dsn_is_refused_at_once_and_the_pool_logs_nothing
     # Handed to the pool, the typo would be retried in the background for the whole pool
     # timeout, each attempt logging libpq's message with the DSN in it.
     dsn = f"postgresq://postgres:{SECRET}@db.example/x"
-    caplog.set_level("DEBUG", logger="psycopg")
+    caplog.set_level("DEBUG", logger="psycopg.pool")
     with pytest.raises(StoreError) as caught:
         pgstore.PostgresTaskStore(dsn, schema="chongming_x", timeout=30.0)
     message = str(caught.value)
     assert message.startswith('invalid PostgreSQL DSN: missing "=" after')
     assert SECRET not in message and "postgres:***@db.example" in message
-    assert [r.getMessage() for r in caplog.records] == []
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
