@@ -579,7 +579,7 @@ def test_unreachable_server_is_a_storeerror_with_the_reason() -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(StoreError, match="cannot connect to PostgreSQL: .*Connection refused"):
+    with pytest.raises(StoreError, match=r"cannot connect to PostgreSQL: .*Connection refused"):
         pgstore.PostgresTaskStore(f"postgresql://nobody@127.0.0.1:{port}/x", schema="s", timeout=1)
 
 
