@@ -314,7 +314,7 @@ def load_profile(name: str | None, *, shrink: bool = False) -> None:
         if exc.name == "chongming_conformance.hypothesis_profiles":
             raise pytest.UsageError(
                 f"--chongming-profile={name!r}: this build of chongming-conformance has no "
-                "profiles module (chongming_conformance.profiles)."
+                "profiles module (chongming_conformance.hypothesis_profiles)."
             ) from None
         raise
     try:

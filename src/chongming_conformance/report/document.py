@@ -23,7 +23,7 @@ from ..clauses import CATALOGUE_VERSION, CLAUSES, Level, Scope
 from .masking import mask_all
 from .outcomes import Assessment
 from .records import OUTCOMES, ClauseResult, TestResult
-from .schema import OPTIONAL_KEY, Enum, Keys, as_json, schema_of
+from .schema import OPTIONAL_KEY, Enum, Keys, as_json, schema_of, validate
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -35,6 +35,7 @@ __all__ = [
     "clause_entry",
     "describe_environment",
     "dumps",
+    "validate_report",
 ]
 
 SCHEMA_VERSION = 1
@@ -172,6 +173,11 @@ class _Report:
 #: The JSON report's structure, in a JSON-Schema-like subset (type, required,
 #: properties, items, enum); documented in docs/plugin.md.
 REPORT_SCHEMA: dict[str, Any] = schema_of(_Report)
+
+
+def validate_report(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
+    """Every way ``doc`` departs from ``schema`` (default: :data:`REPORT_SCHEMA`); '[]' if none."""
+    return validate(doc, REPORT_SCHEMA if schema is None else schema)
 
 
 def clause_entry(result: ClauseResult) -> dict[str, Any]:
