@@ -50,7 +50,10 @@ def test_derived_schema_is_v1_plus_the_optional_keys_added_since() -> None:
     # Added within v1, described but not required: documents without it still conform.
     assert run["properties"].pop("stress_profile") == {"type": ["object", "null"]}
     assert "stress_profile" not in run["required"]
-
+    reuse = run["properties"].pop("store_reuse")
+    assert reuse["type"] == ["object", "null"]
+    assert reuse["required"] == ["reset_store", "stores_opened", "reuses"]
+    assert "store_reuse" not in run["required"]
     entry = derived["properties"]["clauses"]["items"]
     assert entry["properties"].pop("guide") == {"type": "string"}
     assert "guide" not in entry["required"]

@@ -31,6 +31,7 @@ __all__ = [
     "Environment",
     "RunSettings",
     "StoreInfo",
+    "StoreReuseInfo",
     "build_document",
     "clause_entry",
     "describe_environment",
@@ -81,6 +82,17 @@ def describe_environment(pytest_version: str) -> Environment:
 
 
 @dataclass(frozen=True)
+class StoreReuseInfo:
+    """The ``reset_store`` seam in this run: which function emptied the kept stores, how many
+    stores the factory opened and how often one was reset and handed out again (summed
+    over every process of the run)."""
+
+    reset_store: str
+    stores_opened: int
+    reuses: int
+
+
+@dataclass(frozen=True)
 class RunSettings:
     """How the run was configured and when it ran: what the plugin knows, the verdict does not."""
 
@@ -92,6 +104,8 @@ class RunSettings:
     stress_profile: dict[str, Any] | None = None
     hypothesis_seed: str | None = None
     pytest_exit_status: int = 0
+    #: None: no reset_store, a new store per test and example.
+    store_reuse: StoreReuseInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,7 @@ class _Run:
     profile: str | None
     stress_profile: Annotated[dict[str, Any] | None, OPTIONAL_KEY]
     hypothesis_seed: str | None
+    store_reuse: Annotated[StoreReuseInfo | None, OPTIONAL_KEY]
     gate: Annotated[str | None, Enum(("must", "should", None))]
     gate_passed: bool | None
     pytest_exit_status: int
@@ -207,6 +222,7 @@ def build_document(
         profile=settings.profile,
         stress_profile=settings.stress_profile,
         hypothesis_seed=settings.hypothesis_seed,
+        store_reuse=settings.store_reuse,
         gate=assessment.gate,
         gate_passed=assessment.gate_passed,
         pytest_exit_status=settings.pytest_exit_status,
