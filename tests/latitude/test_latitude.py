@@ -7,7 +7,8 @@ interpreter in an empty directory, ``--chongming-store=MODULE:ATTR`` (plus
 ``--chongming-shared-store`` for the shared ones), the default (ci) hypothesis and stress
 profiles, ``--chongming-gate=must`` -- and must exit 0 with ``gate_passed`` true in its
 JSON report. On failure the message lists every gated MUST clause that is not PASS,
-UNSUPPORTED or DEVIATION, with its note and failing tests, and the tail of the output.
+UNSUPPORTED or DEVIATION (and any other FAIL), with its note, every failed suite test with
+the exception it failed on and its blames, and the tail of the output.
 
 One subprocess per store, so the suite parallelises under pytest-xdist (``-n 2``).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -89,22 +91,48 @@ def environment() -> dict[str, str]:
     return env
 
 
-def gate_failures(doc: dict[str, Any]) -> str:
-    """Every gated MUST clause that fails the gate, its note and its failing tests."""
+#: The line of a failure message that says what went wrong: the exception, or a blame.
+_REASON = re.compile(
+    r"^E\s+((?:[\w.]+\.)?\w*(?:Error|Conflict|Exception|Timeout)\w*:.*|chongming-blame:.*)$"
+)
+
+
+def _reasons(message: str | None) -> list[str]:
+    """The exception and blame lines of a failure message, first ones first, each once."""
+    found: list[str] = []
+    for line in (message or "").splitlines():
+        m = _REASON.match(line)
+        if m and m.group(1) not in found:
+            found.append(m.group(1))
+    if found:
+        return found[:4]
+    # The report keeps a message's last 6000 characters: a long state-machine trace loses
+    # its exception line. Its last step and the failing line are left.
+    lines = (message or "").strip().splitlines()
+    steps = [line[1:].strip() for line in lines if line.startswith("E ") and "state." in line]
+    return [f"last step: {s}" for s in steps[-2:-1]] + lines[-1:]
+
+
+def failures(doc: dict[str, Any]) -> str:
+    """What made the run fail: every gated MUST clause not PASS / UNSUPPORTED / DEVIATION and
+    every FAIL of another level, with its note; then every failed suite test, with its
+    blames and the exception it failed on (a failed test fails pytest's exit status even
+    when the gate passes)."""
     lines: list[str] = []
+    tests: dict[str, dict[str, Any]] = {}
     for entry in doc["clauses"]:
-        if entry["level"] != "MUST" or not entry["gated"] or entry["outcome"] in PASSING:
-            continue
-        lines.append(f"{entry['id']}: {entry['outcome']} -- {entry['note']}")
+        gating = entry["level"] == "MUST" and entry["gated"]
+        if entry["outcome"] == "FAIL" or (gating and entry["outcome"] not in PASSING):
+            lines.append(f"{entry['level']} {entry['id']}: {entry['outcome']} -- {entry['note']}")
         for test in entry["tests"]:
-            if test["outcome"] not in ("passed", "skipped", "xfailed"):
-                message = (test["message"] or "").strip().splitlines()
-                first = message[0] if message else ""
-                lines.append(f"    {test['outcome']}: {test['nodeid']}: {first[:300]}")
-    partial = doc["run"]["partial_reasons"]
-    if partial:
-        lines.append(f"partial run: {partial}")
-    return "\n".join(lines) or "(no gated MUST clause failed)"
+            if test["outcome"] in ("failed", "xpassed"):
+                tests[test["nodeid"]] = test
+    for nodeid, test in tests.items():
+        lines.append(f"{test['outcome']}: {nodeid.split('::', 1)[-1]} blames={test['blames']}")
+        lines.extend(f"    {reason[:300]}" for reason in _reasons(test["message"]))
+    if doc["run"]["partial_reasons"]:
+        lines.append(f"partial run: {doc['run']['partial_reasons']}")
+    return "\n".join(lines) or "(no clause and no suite test failed)"
 
 
 @pytest.mark.parametrize("latitude", [pytest.param(lat, id=lat.id) for lat in LATITUDES])
@@ -120,5 +148,5 @@ def test_correct_store_passes_the_must_gate(latitude: Latitude, tmp_path: Path) 
     assert doc["store"]["type"].endswith(f".{latitude.type_name}"), doc["store"]
     assert proc.returncode == 0 and doc["run"]["gate_passed"] is True, (
         f"{latitude.store}: exit status {proc.returncode}, verdict: {doc['verdict']}\n"
-        f"{gate_failures(doc)}\n--- output tail ---\n{tail}"
+        f"{failures(doc)}\n--- output tail ---\n{tail}"
     )
