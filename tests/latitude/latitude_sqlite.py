@@ -14,11 +14,18 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chongming_conformance import StoreError, TaskQuery, TaskSnapshot
-from chongming_conformance.codec import SNAPSHOT_COLUMNS, row_to_snapshot
+from chongming_conformance import Command, StoreError, TaskQuery, TaskSnapshot
+from chongming_conformance.codec import (
+    COMMAND_COLUMNS,
+    SNAPSHOT_COLUMNS,
+    encode_dt,
+    row_to_command,
+    row_to_snapshot,
+)
 from reference_stores.sqlite import SqliteTaskStore
 
 # -- 1. A foreign key on history --------------------------------------------------------------
@@ -160,6 +167,52 @@ class PagedQuery(SqliteTaskStore):
         return found
 
 
+# -- 3. The lease boundary, held -----------------------------------------------------------
+
+# The reference store's claim, with one character changed: a lease ending at lease_until
+# still holds *at* lease_until ("lease_until < :now", where the reference has "<=").
+_CLAIM_HELD_AT_BOUNDARY_SQL = f"""
+    UPDATE commands SET lease_until = :lease_until
+    WHERE command_id IN (
+        SELECT command_id FROM commands
+        WHERE finished_at IS NULL AND (lease_until IS NULL OR lease_until < :now)
+        ORDER BY created_at, command_id
+        LIMIT :limit
+    )
+    RETURNING {", ".join(COMMAND_COLUMNS)}
+"""
+
+
+class LeaseHeldAtBoundary(SqliteTaskStore):
+    """Treats a lease as held *through* ``lease_until``: at ``now == lease_until`` the
+    command is still leased; from the next instant on it is free.
+
+    Freedom: the original, §2.4, a command can be taken when "无租约或租约已过期" (no
+    lease, or the lease has expired), and §3 "租约到期可重取" (reclaimable once due): it
+    never says whether a lease that ends at ``lease_until`` has already expired *at*
+    ``lease_until``; ``lease_until < now`` is as faithful a reading as ``<=``. (The kit's
+    §10 decided "free at `now == lease_until`", CLAIM-LEASE-BOUNDARY; issue 22 relaxes
+    it.) Shared, so the cross-process crash-recovery scenario runs on it as well.
+    """
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        if limit <= 0:  # as the reference store: a negative LIMIT means "no limit" in SQL
+            with self._connection("claim_commands"):
+                return []
+        params = {
+            "now": encode_dt(now),
+            "lease_until": encode_dt(now + timedelta(seconds=lease_seconds)),
+            "limit": limit,
+        }
+        with self._connection("claim_commands", write=True) as conn:
+            rows = conn.execute(_CLAIM_HELD_AT_BOUNDARY_SQL, params).fetchall()
+        claimed = [row_to_command(r) for r in rows]
+        claimed.sort(key=lambda c: (c.created_at, c.command_id))  # RETURNING has no order
+        return claimed
+
+
 # -- factories -------------------------------------------------------------------------------
 
 
@@ -199,6 +252,8 @@ make_store_ForeignKeyHistory = _single(ForeignKeyHistory)
 make_shared_store_ForeignKeyHistory = _shared(ForeignKeyHistory)
 make_store_PagedQuery = _single(PagedQuery)
 make_shared_store_PagedQuery = _shared(PagedQuery)
+make_store_LeaseHeldAtBoundary = _single(LeaseHeldAtBoundary)
+make_shared_store_LeaseHeldAtBoundary = _shared(LeaseHeldAtBoundary)
 
 #: The stores of this module (the test's parameter list is built from it).
-STORES: tuple[type[SqliteTaskStore], ...] = (ForeignKeyHistory, PagedQuery)
+STORES: tuple[type[SqliteTaskStore], ...] = (ForeignKeyHistory, PagedQuery, LeaseHeldAtBoundary)

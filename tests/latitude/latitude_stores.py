@@ -552,38 +552,8 @@ class KeywordsAlsoPositional(_Memory):
         return super().prune(keep_terminal=keep_terminal)
 
 
-# -- 9. The lease boundary, held ---------------------------------------------------------------
-
-
-class LeaseHeldAtBoundary(_Memory):
-    """Treats a lease as held *through* ``lease_until``: at ``now == lease_until`` the
-    command is still leased, and free from the next instant on.
-
-    Freedom: the original, §2.4, a command can be taken when "无租约或租约已过期" (no
-    lease, or the lease has expired), and "租约到期可重取" (reclaimable once due): it
-    never says whether a lease that ends at ``lease_until`` has expired *at*
-    ``lease_until``. ``lease_until < now`` is as faithful a reading as ``<=``. (The
-    kit's CLAIM-LEASE-BOUNDARY decided "free at now == lease_until"; issue 22 relaxes
-    it.)
-    """
-
-    @_locked
-    def claim_commands(
-        self, *, now: datetime, lease_seconds: float, limit: int = 50
-    ) -> Sequence[Command]:
-        lease_until = now + timedelta(seconds=lease_seconds)
-        free = [
-            c
-            for c in self._commands.values()
-            if c.finished_at is None and (c.lease_until is None or c.lease_until < now)
-        ]
-        free.sort(key=lambda c: (c.created_at, c.command_id))
-        claimed = []
-        for command in free[: max(limit, 0)]:
-            leased = replace(command, lease_until=lease_until)
-            self._commands[command.command_id] = leased
-            claimed.append(leased)
-        return claimed
+# -- 9. The lease boundary, held: latitude_sqlite.LeaseHeldAtBoundary (shared, so the
+# cross-process crash-recovery scenario, which probes the boundary too, runs on it).
 
 
 # -- 10. The claim's return order -------------------------------------------------------------
@@ -624,6 +594,5 @@ STORES: tuple[type[InMemoryTaskStore], ...] = (
     OtherZoneDatetimes,
     ConflictWithoutActual,
     KeywordsAlsoPositional,
-    LeaseHeldAtBoundary,
     ClaimNewestFirstList,
 )

@@ -259,12 +259,17 @@ def test_keywords_also_positional() -> None:
     assert store.get("t").status_version == 2
 
 
-def test_lease_held_at_its_boundary() -> None:
-    store = lmem.LeaseHeldAtBoundary()
-    store.submit_command(command("c"))
-    assert _cids(store.claim_commands(now=at(0), lease_seconds=30.0)) == ["c"]
-    assert store.claim_commands(now=at(30), lease_seconds=30.0) == []
-    assert _cids(store.claim_commands(now=at(30.000001), lease_seconds=30.0)) == ["c"]
+def test_lease_held_at_its_boundary(tmp_path: Path) -> None:
+    store = lsql.LeaseHeldAtBoundary(tmp_path / "tasks.db")
+    try:
+        store.submit_command(command("c"))
+        store.submit_command(command("b", created=1))
+        assert _cids(store.claim_commands(now=at(0), lease_seconds=30.0, limit=1)) == ["c"]
+        assert _cids(store.claim_commands(now=at(30), lease_seconds=30.0)) == ["b"]
+        assert _cids(store.claim_commands(now=at(30.000001), lease_seconds=30.0)) == ["c"]
+        assert store.claim_commands(now=at(99), lease_seconds=30.0, limit=0) == []
+    finally:
+        store.close()
 
 
 def test_claim_returns_the_oldest_newest_first() -> None:
