@@ -32,7 +32,7 @@ from reference_stores.sqlite import SqliteTaskStore
 
 _TRANSITIONS_WITH_FK = """
     CREATE TABLE IF NOT EXISTS transitions (
-        task_id     TEXT NOT NULL REFERENCES tasks (task_id),
+        task_id     TEXT NOT NULL,
         version     INTEGER NOT NULL,
         from_status TEXT,
         to_status   TEXT NOT NULL,
