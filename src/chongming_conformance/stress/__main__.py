@@ -2,6 +2,15 @@
 
 ``MODULE:ATTR`` names a ``make_shared_store`` factory. Exit status 0 when every
 scenario passes, 1 otherwise. The same numbers feed docs/benchmarks.md.
+
+Two commands read the worker logs a run kept (the first argument picks them):
+
+* ``python -m chongming_conformance.stress timeline LOGDIR [--task ID] [--command ID]
+  [--around SECONDS]`` prints every worker's calls merged in time order
+  (``stress.timeline``);
+* ``python -m chongming_conformance.stress lincheck LOGDIR`` checks the recorded
+  history for linearizability (``stress.lincheck``; exit 0 linearizable, 1 violation,
+  2 not verified).
 """
 
 from __future__ import annotations
@@ -18,8 +27,43 @@ from .scenarios import SCENARIOS
 from .stress_profiles import PROFILES
 
 
+def lincheck_main(argv: Sequence[str]) -> int:
+    """``lincheck LOGDIR``: the linearizability verdict on a kept run's recorded history."""
+    from .lincheck import Budget, UnrecordedCalls, Verdict, check, read_history
+
+    defaults = Budget()
+    parser = argparse.ArgumentParser(prog="python -m chongming_conformance.stress lincheck")
+    parser.add_argument("logdir", help="the folder a run kept its worker logs in")
+    parser.add_argument("--max-states", type=int, default=defaults.max_states)
+    parser.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
+    parser.add_argument("--reports", type=int, default=defaults.reports,
+                        help="how many failing partitions to minimise and print")
+    args = parser.parse_args(argv)
+    try:
+        calls = read_history(args.logdir)
+    except (FileNotFoundError, UnrecordedCalls) as exc:
+        print(exc, file=sys.stderr)
+        return 4
+    budget = Budget(max_states=args.max_states, max_seconds=args.max_seconds,
+                    minimise_seconds=defaults.minimise_seconds, reports=args.reports)
+    result = check(calls, budget=budget)
+    print(result.report(limit=args.reports))
+    return {Verdict.LINEARIZABLE: 0, Verdict.VIOLATION: 1, Verdict.INCONCLUSIVE: 2}[
+        result.verdict]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m chongming_conformance.stress")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "timeline":
+        from .timeline import main as timeline_main
+
+        return timeline_main(argv[1:])
+    if argv and argv[0] == "lincheck":
+        return lincheck_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m chongming_conformance.stress",
+        epilog="Kept logs: 'python -m chongming_conformance.stress timeline LOGDIR' and "
+               "'python -m chongming_conformance.stress lincheck LOGDIR'.")
     parser.add_argument("factory", help="MODULE:ATTR of a make_shared_store() factory")
     parser.add_argument("--profile", default="ci", choices=sorted(PROFILES))
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS),
