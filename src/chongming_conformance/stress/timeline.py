@@ -233,8 +233,13 @@ def make_entry(worker: str, seq: int, method: str, args: Mapping[str, Any] | Non
                detail: Mapping[str, Any], *, ok: bool, pending: bool,
                error: Mapping[str, Any] | None, result: Any, has_result: bool,
                summary: Any, t_invoke: float, t_return: float | None,
-               round_: int | None, ref: int = 0) -> Entry:
-    """An entry from a call's parts (a logged ``Op``, or a checker's ``Call``)."""
+               round_: int | None, ref: int = 0,
+               focus: frozenset[str] | None = None) -> Entry:
+    """An entry from a call's parts (a logged ``Op``, or a checker's ``Call``).
+
+    ``focus``: task or command ids the reader is looking at; a list result then shows
+    only its records about them, and how many others it held.
+    """
     if args is not None:
         text = format_call(method, args)
     else:
@@ -244,7 +249,13 @@ def make_entry(worker: str, seq: int, method: str, args: Mapping[str, Any] | Non
         outcome = "pending"
     elif ok:
         outcome = "ok"
-        if has_result:
+        if has_result and focus is not None and isinstance(result, list) and result:
+            mine = [x for x in result if _ids([x])[0] & focus or _ids([x])[1] & focus]
+            others = len(result) - len(mine)
+            shown = "[" + ", ".join(format_value(x) for x in mine) + (
+                f"{', ' if mine else ''}{ELLIPSIS} +{others} other{'s' if others != 1 else ''}"
+                if others else "") + "]"
+        elif has_result:
             shown = None if result is None and method not in ("get",) else format_value(result)
         elif summary is not None:
             shown = format_value(summary)

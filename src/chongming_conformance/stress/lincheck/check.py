@@ -9,6 +9,7 @@ never LINEARIZABLE; any failure makes it VIOLATION, whatever the budget did.
 from __future__ import annotations
 
 import enum
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -117,8 +118,8 @@ class CheckResult:
 
 # -- rendering ------------------------------------------------------------------------------
 
-def entry_of(call: Call) -> Entry:
-    """A call as a timeline line."""
+def entry_of(call: Call, focus: frozenset[str] | None = None) -> Entry:
+    """A call as a timeline line (``focus``: the ids whose records a list result shows)."""
     error: dict[str, Any] | None
     if call.source is not None:
         error = call.source.error
@@ -134,25 +135,34 @@ def entry_of(call: Call) -> Entry:
                       pending=call.outcome is Outcome.PENDING, error=error, result=call.result,
                       has_result=call.outcome is Outcome.OK, summary=None,
                       t_invoke=call.t_invoke, t_return=call.t_return, round_=call.round,
-                      ref=id(call))
+                      ref=id(call), focus=focus)
 
 
 def timeline_of(calls: Sequence[Call], context: Sequence[Call], origin: float,
-                limit: int = 16) -> str:
-    """The calls (marked ``»``) and their context (``~``) in invoke order."""
+                limit: int = 16, focus: frozenset[str] | None = None) -> str:
+    """The calls (marked ``»``) and their context (``~``) in invoke order: the context
+    that overlaps the calls' span (or the span's length before it), nearest first."""
     core_ids = {id(c) for c in calls}
-    ctx = sorted(context, key=lambda c: c.t_invoke)
-    if len(ctx) > limit:
-        # Keep the context nearest to the calls in time.
+    ctx = list(context)
+    if calls:
         lo = min(c.t_invoke for c in calls)
         hi = max(c.t_return if c.t_return is not None else c.t_invoke for c in calls)
-        ctx = sorted(ctx, key=lambda c: 0.0 if lo <= c.t_invoke <= hi else
-                     min(abs(c.t_invoke - lo), abs(c.t_invoke - hi)))[:limit]
+        start = lo - max(hi - lo, 0.01)
+
+        def distance(c: Call) -> float:
+            end = c.t_return if c.t_return is not None else float("inf")
+            return 0.0 if c.t_invoke <= hi and end >= lo else min(abs(c.t_invoke - hi),
+                                                                    abs(end - lo))
+
+        near = [c for c in ctx if c.t_invoke <= hi and (
+            c.t_return is None or c.t_return >= start)]
+        ctx = sorted(near, key=distance)[:limit]
     shown = sorted([*calls, *ctx], key=lambda c: (c.t_invoke, c.process))
-    text = render([entry_of(c) for c in shown], origin, marked=core_ids,
+    text = render([entry_of(c, focus) for c in shown], origin, marked=core_ids,
                   context={id(c) for c in ctx})
     hidden = len(context) - len(ctx)
-    return text + (f"\n    ... {hidden} more context call(s) not shown" if hidden > 0 else "")
+    return text + (f"\n    ({hidden} more context call(s) further away not shown)"
+                   if hidden > 0 else "")
 
 
 # -- local checks ---------------------------------------------------------------------------
@@ -190,6 +200,15 @@ def _local(call: Call) -> str | None:
 
 # -- the check ------------------------------------------------------------------------------
 
+def _distance(reason: str) -> tuple[int, int]:
+    """How far the state a failure reason quotes is from what the call returned: the
+    nearest possible state explains best (fewest differing fields; "missing" last)."""
+    if "missing" in reason or "did not exist" in reason:
+        return (1_000, len(reason))
+    more = re.search(r"and (\d+) more field", reason)
+    return (reason.count("(model ") + (int(more.group(1)) if more else 0), len(reason))
+
+
 def _explain(part: Partition, m: Minimised, calls_of: list[Call], origin: float) -> str:
     order, result = m.order, m.result
     core = set(m.core)
@@ -200,10 +219,15 @@ def _explain(part: Partition, m: Minimised, calls_of: list[Call], origin: float)
     stuck = order[result.stuck]
     stuck_call = calls_of[stuck]
     reason: str | None = None
-    if result.stuck_states is not None:
-        applied = _apply(result.stuck_states, part.strict[stuck])
-        if isinstance(applied, str):
-            reason = applied
+    if result.stuck_states is not None and isinstance(
+            _apply(result.stuck_states, part.strict[stuck]), str):
+        # Every possible state fails; quote the one that says most (a task that exists
+        # says more than "it was missing"), and how many others there were.
+        reasons = sorted({r for s in result.stuck_states
+                          if isinstance(r := part.strict[stuck](s), str)}, key=_distance)
+        reason = reasons[0]
+        if len(reasons) > 1:
+            reason += f" (and in {len(reasons) - 1} other possible state(s) it fails too)"
     prefix = [calls_of[order[i]] for i in result.prefix if order[i] in core]
     shown = ", ".join(f"{c.label} {c.method}" for c in prefix[-6:])
     if len(prefix) > 6:
@@ -260,9 +284,11 @@ def check(calls: Sequence[Call], *, initial: Model | None = None,
         if not result.ok:
             failed.append(part)
     minimise_until = time.monotonic() + budget.minimise_seconds
-    for part in failed[:budget.reports]:
+    chosen = failed[:budget.reports]
+    for k, part in enumerate(chosen):
         calls_of = [p.call for p in part.projections]
-        m = minimise(part, deadline=minimise_until)
+        share = (minimise_until - time.monotonic()) / (len(chosen) - k)
+        m = minimise(part, deadline=time.monotonic() + max(share, 0.0))
         core = [calls_of[i] for i in sorted(m.core, key=lambda i: calls_of[i].t_invoke)]
         seen: set[int] = {id(c) for c in core}
         context = []
@@ -271,7 +297,8 @@ def check(calls: Sequence[Call], *, initial: Model | None = None,
             if id(c) not in seen and part.weak[i] is not None:
                 seen.add(id(c))
                 context.append(c)
-        text = timeline_of(core, context, zero)
+        focus = frozenset(name for _, name in part.keys)
+        text = timeline_of(core, context, zero, focus=focus)
         if m.background:
             text += (f"\n    ({len(m.background)} earlier call(s) on {part.name} are part of "
                      "the proof as recorded; not shown)")

@@ -92,8 +92,8 @@ def trial(part: Partition, strict: Sequence[int], meter: Meter
         return None, order
 
 
-def minimise(part: Partition, *, deadline: float, trial_states: int = 50_000,
-             window: int = 16) -> Minimised:
+def minimise(part: Partition, *, deadline: float, trial_states: int = 10_000,
+             window: int = 16, background_ddmin: int = 24) -> Minimised:
     """A small core of a partition whose full history failed.
 
     1. The shortest prefix (by invoke) of the calls that returned which still fails
@@ -101,8 +101,15 @@ def minimise(part: Partition, *, deadline: float, trial_states: int = 50_000,
     2. ddmin over the last ``window`` calls of that prefix, the calls before them kept
        as recorded (the *background*: weakening a long past makes every trial explore
        every order of it), the window doubled while the core reaches its first call.
-    3. One trial with the background weakened too: if the core fails on its own, the
-       background becomes context.
+    3. The background weakened from its oldest end while the rest still fails (binary
+       search), and what is left of it, if at most ``background_ddmin`` calls, ddmin'ed
+       into the core: the core is then a proof on its own, every other call weakened.
+       Otherwise the rest of the background stays part of the proof, as recorded.
+
+    Every trial may explore ``trial_states`` states: weakening many writes of
+    independent fields (touches of lease, progress and heartbeat, saves) multiplies
+    the states a trial must carry, and such a trial is cut short and counted as
+    passing rather than allowed to eat the time of the others.
 
     Best effort by ``deadline``: when time runs out, the core found so far (it still
     fails) is returned with ``complete=False``.
@@ -142,8 +149,21 @@ def minimise(part: Partition, *, deadline: float, trial_states: int = 50_000,
             if not background or core[0] != prefix[len(background)]:
                 break
             size *= 2
-        if background and fails(core):
-            background = []
+        if background:
+            # Weaken the background from its oldest end while the rest still fails (a
+            # trial that runs out of budget counts as passing), then ddmin what is left.
+            lo, hi = 0, len(background) + 1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fails([*background[mid:], *core]):
+                    lo = mid
+                else:
+                    hi = mid
+            background = background[lo:]
+            if background and len(background) <= background_ddmin:
+                kept = _ddmin(background, core, fails, allow_empty=True)
+                core = sorted([*kept, *core], key=lambda i: part.projections[i].t_invoke)
+                background = []
         complete = True
     except TimeoutError:
         pass
@@ -152,16 +172,19 @@ def minimise(part: Partition, *, deadline: float, trial_states: int = 50_000,
         result, order = trial(part, strict, Meter(trial_states * 4, math.inf))
         last = (tuple(strict), result or SearchResult(ok=False), order)
     _, result, order = last
-    kept = set(strict)
-    context = [i for i in order if i not in kept]
+    proof = set(strict)
+    context = [i for i in order if i not in proof]
     return Minimised(core, background, context, result, order, complete, trials)
 
 
-def _ddmin(items: list[int], fixed: list[int], fails: Callable[[Sequence[int]], bool]
-           ) -> list[int]:
+def _ddmin(items: list[int], fixed: list[int], fails: Callable[[Sequence[int]], bool],
+           *, allow_empty: bool = False) -> list[int]:
     """Zeller's ddmin (complements only): weaken chunks of ``items`` while
-    ``fixed + rest`` still fails; ``items`` must fail to begin with."""
+    ``fixed + rest`` still fails; ``items`` must fail to begin with. ``allow_empty``:
+    ``fixed`` may fail on its own, so the rest may go entirely."""
     core = list(items)
+    if allow_empty and core and fails(list(fixed)):
+        return []
     n = 2
     while len(core) >= 2:
         size = math.ceil(len(core) / n)

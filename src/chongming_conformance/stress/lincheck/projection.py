@@ -338,6 +338,30 @@ def _rows(rows: Sequence[Transition]) -> str:
     return "[" + ", ".join(f"v{r.version} {r.reason!r}" for r in rows) + "]"
 
 
+def _rows_diff(want: Sequence[Transition], got: Sequence[Transition]) -> str:
+    """What a history answer got wrong, in rows: missing, extra, changed, twice, order."""
+    versions = [r.version for r in got]
+    twice = sorted({v for v in versions if versions.count(v) > 1})
+    by_version = {r.version: r for r in want}
+    got_versions = set(versions)
+    missing = [r for r in want if r.version not in got_versions]
+    extra = [r for r in got if r.version not in by_version]
+    changed = [r for r in got if r.version in by_version and r != by_version[r.version]]
+    parts = []
+    if twice:
+        parts.append(f"returned version(s) {twice} twice")
+    if missing:
+        parts.append(f"left out {_rows(missing)}")
+    if extra:
+        parts.append(f"returned rows that were not there {_rows(extra)}")
+    if changed:
+        parts.append(f"returned {_rows(changed)} where the rows were "
+                     f"{_rows([by_version[r.version] for r in changed])}")
+    if not parts and versions != sorted(versions):
+        parts.append(f"returned the rows out of version order {versions}")
+    return "; ".join(parts) or f"returned {_rows(got)}, but the rows were {_rows(want)}"
+
+
 def project_history(call: Call) -> list[Projection]:
     task_id: str = call.args["task_id"]
     since: int = call.args.get("since_version", 0)
@@ -347,8 +371,7 @@ def project_history(call: Call) -> list[Projection]:
         want = _load(state, slots).history_of(task_id, since)
         if want == got:
             return None
-        return (f"history({task_id!r}, since_version={since}) returned {_rows(got)}, but the "
-                f"rows were {_rows(want)}")
+        return f"history({task_id!r}, since_version={since}) {_rows_diff(want, got)}"
 
     return [_single(call, ("hist", task_id), _reader(check), read=True)]
 
