@@ -19,7 +19,7 @@ from typing import Any
 
 from ...oracle import Model, instant
 from ..timeline import Entry, make_entry, render
-from .history import Call, Outcome, read_history
+from .history import Call, Outcome, paused_gc, read_history
 from .minimise import Minimised, minimise
 from .partition import Partition, partition_history
 from .ranges import check_ranges
@@ -251,8 +251,17 @@ def _explain(part: Partition, m: Minimised, calls_of: list[Call], origin: float)
 
 def check(calls: Sequence[Call], *, initial: Model | None = None,
           budget: Budget | None = None, origin: float | None = None) -> CheckResult:
-    """Is the history linearizable with respect to the oracle? See the package docstring."""
-    budget = budget or Budget()
+    """Is the history linearizable with respect to the oracle? See the package docstring.
+
+    ``initial`` is the store the history starts from (default: empty); ``origin`` the
+    time zero of the printed timelines (default: the first invoke).
+    """
+    with paused_gc():
+        return _check(calls, initial, budget or Budget(), origin)
+
+
+def _check(calls: Sequence[Call], initial: Model | None, budget: Budget,
+           origin: float | None) -> CheckResult:
     started = time.monotonic()
     zero = min((c.t_invoke for c in calls), default=0.0) if origin is None else origin
     violations: list[Violation] = []

@@ -26,9 +26,11 @@ with ``record=True`` (``WorkerContext.call``) into calls.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,26 @@ __all__ = [
     "Outcome",
     "UnrecordedCalls",
     "calls_from_logs",
+    "paused_gc",
     "read_history",
 ]
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile (restored afterwards).
+
+    Decoding and checking a history allocate hundreds of thousands of small objects
+    that all stay alive; every collection would walk them all again for nothing
+    (it doubles the time of a 10k-call check). Nothing here makes reference cycles.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Outcome(enum.Enum):
@@ -146,6 +166,11 @@ def calls_from_logs(groups: Iterable[tuple[str, Logs]] | Logs, *,
     sound).
     """
     pairs = [("", groups)] if isinstance(groups, Logs) else list(groups)
+    with paused_gc():
+        return _calls(pairs, strict)
+
+
+def _calls(pairs: list[tuple[str, Logs]], strict: bool) -> list[Call]:
     calls: list[Call] = []
     missing: list[tuple[str, Op]] = []
     for prefix, logs in pairs:
@@ -180,4 +205,5 @@ def _renumber(call: Call, index: int) -> Call:
 
 def read_history(logdir: str | Path, *, strict: bool = True) -> list[Call]:
     """The history of a kept run's log folder (every group of workers)."""
-    return calls_from_logs(read_log_dir(logdir), strict=strict)
+    with paused_gc():
+        return calls_from_logs(read_log_dir(logdir), strict=strict)

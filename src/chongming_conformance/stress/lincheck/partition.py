@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...model import Command, TaskSnapshot
+from ...model import Command, TaskQuery, TaskSnapshot
 from ...oracle import Model
 from . import projection as pj
 from .history import Call, Outcome
@@ -109,6 +109,32 @@ def possibly_terminal(calls: Iterable[Call], initial: Model | None) -> set[str]:
     return out
 
 
+def _gone_after(calls: Sequence[Call]) -> dict[str, float]:
+    """Per task, a time after which it is certainly missing, when there is one.
+
+    An unfiltered query that returned without its limit cutting it, and did not return
+    the task, saw it missing at its point; if every create of the task had ended before
+    that query was invoked, nothing can bring it back. So from the query's return on,
+    a call on the task that only reads or deletes it is a no-op on a missing task, and
+    leaving it out of the partition changes nothing the search decides.
+    """
+    last_create: dict[str, float] = {}
+    for c in calls:
+        if c.method == "create":
+            tid = c.args["snapshot"].task_id
+            last_create[tid] = max(last_create.get(tid, -math.inf), c.end)
+    gone: dict[str, float] = {}
+    for c in calls:
+        if (c.method != "query" or c.outcome is not Outcome.OK
+                or c.args.get("query") not in (None, TaskQuery())):
+            continue
+        returned = {s.task_id for s in c.result or []}
+        for tid, end in last_create.items():
+            if tid not in returned and end < c.t_invoke and c.end < gone.get(tid, math.inf):
+                gone[tid] = c.end
+    return gone
+
+
 def _prunes(call: Call) -> bool:
     """May this prune have dropped anything?"""
     return not (call.outcome is Outcome.OK and call.result == 0)
@@ -155,6 +181,7 @@ def partition_history(calls: Sequence[Call], initial: Model | None = None
                 commands_of[cmd.task_id].add(cmd.command_id)
         elif m == "query" and c.outcome is Outcome.OK:
             keys |= {("task", s.task_id) for s in c.result or []}
+    gone = _gone_after(calls)
     terminal = possibly_terminal(calls, initial)
     pruning = [c for c in calls if c.method == "prune" and _prunes(c)]
     uf = _Union()
@@ -212,7 +239,8 @@ def partition_history(calls: Sequence[Call], initial: Model | None = None
             for k in by_kind["task"]:
                 # A task left out constrains only if it may exist at the query's point.
                 absent_ok = (c.end < first_create.get(k[1], math.inf)
-                             and pj.initial_value(k, initial) is None)
+                             and pj.initial_value(k, initial) is None) or (
+                    c.t_invoke > gone.get(k[1], math.inf))
                 if k[1] in returned_ids or (constrained and not absent_ok):
                     targets.append(k)
             make = pj.query_make(c)
@@ -226,6 +254,8 @@ def partition_history(calls: Sequence[Call], initial: Model | None = None
                 if c.end < first_create.get(t, math.inf) and pj.initial_value(
                         ("task", t), initial) is None:
                     continue  # the task cannot exist yet
+                if c.t_invoke > gone.get(t, math.inf):
+                    continue  # nor any more
                 by_part[uf.find(("task", t))].append(t)
             for root, tasks in by_part.items():
                 ks = [k for k in parts[root].keys
