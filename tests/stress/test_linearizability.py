@@ -77,6 +77,49 @@ def test_a_claim_that_skipped_a_released_command_is_linearizable() -> None:
     assert result.verdict is Verdict.LINEARIZABLE, result.report()
 
 
+def test_the_strict_skip_policy_still_allows_a_skip_under_a_concurrent_claim() -> None:
+    r = Recorder()
+    r.setup()
+    c1, c0 = command("c1", "mix-t0", 1.0), command("c0", "mix-t0", 0.0)
+    r.submit(0, c1, (0.1, 0.2))
+    r.claim(1, 0, 1, [leased(c1, 0)], (1.0, 2.0))
+    r.submit(0, c0, (2.1, 2.2))
+    r.release(1, "c1", 0, (3.0, 4.0))
+    r.claim(2, 0, 2, [], (5.0, 6.0))
+    r.claim(3, 0, 1, [leased(c0, 0)], (5.1, 7.0))  # the concurrent claim that locked them
+    assert check(r.calls(), skip="concurrent").ok
+
+
+def test_the_strict_skip_policy_catches_a_release_that_kept_the_lease() -> None:
+    """Nothing concurrent could lock the released command, yet the claim came back short
+    without it: a release that kept the lease (ReleaseKeepsLease). The default policy
+    leaves it to the starvation rule."""
+    r = Recorder()
+    r.setup()
+    c = command("c", "mix-t0", 0.0)
+    r.submit(0, c, (0.1, 0.2))
+    r.claim(1, 0, 1, [leased(c, 0)], (1.0, 2.0))
+    r.release(1, "c", 0, (3.0, 4.0))
+    r.claim(2, 1, 2, [], (5.0, 6.0))
+    assert check(r.calls()).ok
+    result = check(r.calls(), skip="concurrent")
+    assert result.verdict is Verdict.VIOLATION
+    assert "without 'c', which was free and locked by no concurrent call" in (
+        result.violations[0].explanation)
+
+
+def test_the_strict_skip_policy_allows_what_the_limit_cut_off() -> None:
+    r = Recorder()
+    r.setup()
+    old, new = command("old", "mix-t0", 0.0), command("new", "mix-t1", 5.0)
+    r.submit(0, old, (0.1, 0.2))
+    r.submit(0, new, (0.3, 0.4))
+    r.claim(1, 0, 1, [leased(old, 0)], (1.0, 2.0))  # full: 'new' sorts after it
+    assert check(r.calls(), skip="concurrent").ok
+    r.claim(2, 0, 1, [], (3.0, 4.0))  # short, and 'new' was free
+    assert check(r.calls(), skip="concurrent").verdict is Verdict.VIOLATION
+
+
 def test_a_save_of_unknown_outcome_that_took_effect_is_linearizable() -> None:
     """A save raised StoreError, yet wrote: the next save chains from its version. The
     invariant 'successful saves form one chain from 0' calls it a broken chain."""
@@ -506,6 +549,13 @@ def _execution(draw: st.DrawFn) -> list[Call]:
 @given(_execution())
 def test_every_execution_of_a_correct_store_is_linearizable(calls: list[Call]) -> None:
     result = check(calls)
+    assert result.verdict is Verdict.LINEARIZABLE, result.report()
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_execution())
+def test_a_store_that_never_skips_passes_the_strict_skip_policy(calls: list[Call]) -> None:
+    result = check(calls, skip="concurrent")
     assert result.verdict is Verdict.LINEARIZABLE, result.report()
 
 

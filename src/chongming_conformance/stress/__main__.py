@@ -38,6 +38,9 @@ def lincheck_main(argv: Sequence[str]) -> int:
     parser.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
     parser.add_argument("--reports", type=int, default=defaults.reports,
                         help="how many failing partitions to minimise and print")
+    parser.add_argument("--skip", choices=["any", "concurrent"], default="any",
+                        help="which commands a claim may skip: any (SKIP LOCKED, default) or "
+                             "only those a concurrent call may hold locked")
     args = parser.parse_args(argv)
     try:
         calls = read_history(args.logdir)
@@ -46,7 +49,7 @@ def lincheck_main(argv: Sequence[str]) -> int:
         return 4
     budget = Budget(max_states=args.max_states, max_seconds=args.max_seconds,
                     minimise_seconds=defaults.minimise_seconds, reports=args.reports)
-    result = check(calls, budget=budget)
+    result = check(calls, budget=budget, skip=args.skip)
     print(result.report(limit=args.reports))
     return {Verdict.LINEARIZABLE: 0, Verdict.VIOLATION: 1, Verdict.INCONCLUSIVE: 2}[
         result.verdict]

@@ -252,9 +252,10 @@ def make_entry(worker: str, seq: int, method: str, args: Mapping[str, Any] | Non
         if has_result and focus is not None and isinstance(result, list) and result:
             mine = [x for x in result if _ids([x])[0] & focus or _ids([x])[1] & focus]
             others = len(result) - len(mine)
+            absent = "" if mine else f", none of {', '.join(sorted(focus))}"
             shown = "[" + ", ".join(format_value(x) for x in mine) + (
                 f"{', ' if mine else ''}{ELLIPSIS} +{others} other{'s' if others != 1 else ''}"
-                if others else "") + "]"
+                f"{absent}" if others else "") + "]"
         elif has_result:
             shown = None if result is None and method not in ("get",) else format_value(result)
         elif summary is not None:

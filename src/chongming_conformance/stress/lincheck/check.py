@@ -139,24 +139,23 @@ def entry_of(call: Call, focus: frozenset[str] | None = None) -> Entry:
 
 
 def timeline_of(calls: Sequence[Call], context: Sequence[Call], origin: float,
-                limit: int = 16, focus: frozenset[str] | None = None) -> str:
+                limit: int = 12, lead: int = 4, focus: frozenset[str] | None = None) -> str:
     """The calls (marked ``»``) and their context (``~``) in invoke order: the context
-    that overlaps the calls' span (or the span's length before it), nearest first."""
+    that overlaps the calls' span (at most ``limit``, nearest first), and the last
+    ``lead`` context calls that ended before it (what led up to it)."""
     core_ids = {id(c) for c in calls}
     ctx = list(context)
     if calls:
         lo = min(c.t_invoke for c in calls)
         hi = max(c.t_return if c.t_return is not None else c.t_invoke for c in calls)
-        start = lo - max(hi - lo, 0.01)
 
-        def distance(c: Call) -> float:
-            end = c.t_return if c.t_return is not None else float("inf")
-            return 0.0 if c.t_invoke <= hi and end >= lo else min(abs(c.t_invoke - hi),
-                                                                    abs(end - lo))
+        def end(c: Call) -> float:
+            return c.t_return if c.t_return is not None else float("inf")
 
-        near = [c for c in ctx if c.t_invoke <= hi and (
-            c.t_return is None or c.t_return >= start)]
-        ctx = sorted(near, key=distance)[:limit]
+        near = [c for c in ctx if c.t_invoke <= hi and end(c) >= lo]
+        near.sort(key=lambda c: abs(c.t_invoke - lo))
+        before = sorted((c for c in ctx if end(c) < lo), key=end)[-lead:]
+        ctx = [*near[:limit], *before]
     shown = sorted([*calls, *ctx], key=lambda c: (c.t_invoke, c.process))
     text = render([entry_of(c, focus) for c in shown], origin, marked=core_ids,
                   context={id(c) for c in ctx})
@@ -250,18 +249,21 @@ def _explain(part: Partition, m: Minimised, calls_of: list[Call], origin: float)
 
 
 def check(calls: Sequence[Call], *, initial: Model | None = None,
-          budget: Budget | None = None, origin: float | None = None) -> CheckResult:
+          budget: Budget | None = None, origin: float | None = None,
+          skip: str = "any") -> CheckResult:
     """Is the history linearizable with respect to the oracle? See the package docstring.
 
     ``initial`` is the store the history starts from (default: empty); ``origin`` the
-    time zero of the printed timelines (default: the first invoke).
+    time zero of the printed timelines (default: the first invoke); ``skip`` which
+    commands a claim may skip: ``"any"`` (the guide's SKIP LOCKED, the default) or
+    ``"concurrent"`` (only those a concurrent call may hold locked).
     """
     with paused_gc():
-        return _check(calls, initial, budget or Budget(), origin)
+        return _check(calls, initial, budget or Budget(), origin, skip)
 
 
 def _check(calls: Sequence[Call], initial: Model | None, budget: Budget,
-           origin: float | None) -> CheckResult:
+           origin: float | None, skip: str) -> CheckResult:
     started = time.monotonic()
     zero = min((c.t_invoke for c in calls), default=0.0) if origin is None else origin
     violations: list[Violation] = []
@@ -275,7 +277,7 @@ def _check(calls: Sequence[Call], initial: Model | None, budget: Budget,
                                     [p.call], [x for x in p.calls if x is not p.call],
                                     timeline=timeline_of([p.call], [x for x in p.calls
                                                                     if x is not p.call], zero)))
-    parts = partition_history(calls, initial)
+    parts = partition_history(calls, initial, skip=skip)
     meter = Meter(budget.max_states, started + budget.max_seconds)
     failed: list[Partition] = []
     reason: str | None = None

@@ -140,9 +140,61 @@ def _prunes(call: Call) -> bool:
     return not (call.outcome is Outcome.OK and call.result == 0)
 
 
-def partition_history(calls: Sequence[Call], initial: Model | None = None
-                      ) -> list[Partition]:
-    """The partitions of ``calls`` with their projections, compiled, largest first."""
+#: May a claim skip a command it did not return? "any": always (the guide's SKIP LOCKED:
+#: which commands a concurrent transaction holds locked is the engine's business);
+#: "concurrent": only if some call concurrent with the claim may hold it locked -- another
+#: claim, a prune, or a submit/complete/release of that command.
+SKIP_POLICIES = ("any", "concurrent")
+
+
+def _overlap(a: Call, b: Call) -> bool:
+    return a.t_invoke <= b.end and b.t_invoke <= a.end
+
+
+def _left_out(calls: Sequence[Call]) -> dict[int, list[str]]:
+    """Per claim (by id()), the commands it left out that nothing concurrent could lock,
+    that existed and were not certainly finished: what the strict policy constrains."""
+    claims = [c for c in calls if c.method == "claim_commands"]
+    prunes = [c for c in calls if c.method == "prune"]
+    touching: dict[str, list[Call]] = defaultdict(list)
+    first_submit: dict[str, float] = {}
+    finished: dict[str, float] = {}  # a completion certainly landed on it, from then on
+    submitted_by: dict[str, float] = {}
+    for c in calls:
+        if c.method == "submit_command":
+            cid = c.args["command"].command_id
+            touching[cid].append(c)
+            first_submit[cid] = min(first_submit.get(cid, math.inf), c.t_invoke)
+            if c.outcome is Outcome.OK:
+                submitted_by[cid] = min(submitted_by.get(cid, math.inf), c.end)
+        elif c.method in ("complete_command", "release_command"):
+            touching[c.args["command_id"]].append(c)
+    for c in calls:
+        if c.method == "complete_command" and c.outcome is Outcome.OK:
+            cid = c.args["command_id"]
+            if submitted_by.get(cid, math.inf) < c.t_invoke:
+                finished[cid] = min(finished.get(cid, math.inf), c.end)
+    out: dict[int, list[str]] = {}
+    for c in claims:
+        if c.outcome is not Outcome.OK or any(
+                o is not c and _overlap(o, c) for o in (*claims, *prunes)):
+            continue
+        returned = {cmd.command_id for cmd in c.result or []}
+        out[id(c)] = [cid for cid, start in first_submit.items()
+                      if cid not in returned and start <= c.end
+                      and finished.get(cid, math.inf) >= c.t_invoke
+                      and not any(_overlap(o, c) for o in touching[cid])]
+    return out
+
+
+def partition_history(calls: Sequence[Call], initial: Model | None = None, *,
+                      skip: str = "any") -> list[Partition]:
+    """The partitions of ``calls`` with their projections, compiled, largest first.
+
+    ``skip``: the SKIP LOCKED policy for claims (``SKIP_POLICIES``).
+    """
+    if skip not in SKIP_POLICIES:
+        raise ValueError(f"unknown skip policy {skip!r}; one of {SKIP_POLICIES}")
     unknown = sorted({c.method for c in calls} - KNOWN)
     if unknown:
         raise ValueError(f"the history has calls the checker does not know: {unknown}")
@@ -182,6 +234,7 @@ def partition_history(calls: Sequence[Call], initial: Model | None = None
         elif m == "query" and c.outcome is Outcome.OK:
             keys |= {("task", s.task_id) for s in c.result or []}
     gone = _gone_after(calls)
+    left_out = _left_out(calls) if skip == "concurrent" else {}
     terminal = possibly_terminal(calls, initial)
     pruning = [c for c in calls if c.method == "prune" and _prunes(c)]
     uf = _Union()
@@ -231,6 +284,10 @@ def partition_history(calls: Sequence[Call], initial: Model | None = None
                 make = pj.claim_make(c, {})
             for ks in grouped(targets).values():
                 add(Projection(c, tuple(ks), make, c.t_invoke, c.end))
+            unlocked = [("cmd", cid) for cid in left_out.get(id(c), ())]
+            for ks in grouped(unlocked).values():
+                add(Projection(c, tuple(ks), pj.claim_left_out_make(c), c.t_invoke, c.end,
+                               read=True))
         elif m == "query":
             returned_ids = {s.task_id for s in c.result or []}
             cut, last = pj.query_cut(c)

@@ -478,6 +478,42 @@ def claim_make(call: Call, returned: Mapping[str, Command]
     return make
 
 
+def claim_cut(call: Call) -> tuple[bool, datetime | None]:
+    """Did the claim's limit cut its answer, and at which created_at instant? (As
+    ``query_cut``: a command left out may have been beyond the limit only if it sorts
+    at or after the newest one returned; ``None``: anything may, ``limit <= 0``.)"""
+    limit = int(call.args.get("limit", 50))
+    result: Sequence[Command] = call.result or []
+    if limit <= 0:
+        return True, None
+    if len(result) < limit:
+        return False, None
+    return True, max(instant(c.created_at) for c in result)
+
+
+def claim_left_out_make(call: Call) -> Callable[[Sequence[Slot]], tuple[Step, Step | None]]:
+    """Under the strict SKIP LOCKED policy: commands a claim left out although no
+    concurrent call could hold them locked. Each was missing, not claimable at ``now``,
+    or beyond the limit (not older than the newest command it returned)."""
+    now: datetime = call.args["now"]
+    cut, last = claim_cut(call)
+    what = (f"claim_commands(now={_when(now)}, limit={call.args.get('limit')}) returned "
+            f"{len(call.result or [])} command(s)")
+
+    def check(state: State, slots: Sequence[Slot]) -> str | None:
+        for (_, cid), i in slots:
+            stored: Command | None = state[i]
+            if stored is None or not claimable([stored], now):
+                continue
+            if cut and (last is None or instant(stored.created_at) >= last):
+                continue
+            return (f"{what} without {cid!r}, which was {describe_command(stored)} and "
+                    "locked by no concurrent call (strict SKIP LOCKED)")
+        return None
+
+    return _reader(check)
+
+
 # -- cross-object reads and prune -----------------------------------------------------------
 
 def query_of(call: Call) -> TaskQuery:
