@@ -507,8 +507,11 @@ def claim_left_out_make(call: Call) -> Callable[[Sequence[Slot]], tuple[Step, St
                 continue
             if cut and (last is None or instant(stored.created_at) >= last):
                 continue
-            return (f"{what} without {cid!r}, which was {describe_command(stored)} and "
-                    "locked by no concurrent call (strict SKIP LOCKED)")
+            state_ = ("free" if stored.lease_until is None else
+                      f"claimable (its lease ended at {_when(stored.lease_until)})")
+            order = (", older than the newest one it returned," if cut else "")
+            return (f"{what} without {cid!r}, which was {state_}{order} and locked by no "
+                    "concurrent call (strict SKIP LOCKED)")
         return None
 
     return _reader(check)
