@@ -258,6 +258,8 @@ def test_a_prune_that_dropped_a_task_a_save_had_revived_before_it() -> None:
     result = check(r.calls())
     found = {v.kind for v in result.violations}
     assert found == {"prune-count", "not-linearizable"}, result.report()
+    shown = result.report(limit=2)
+    assert "[prune-count]" in shown and "[not-linearizable]" in shown
 
 
 def test_a_history_row_that_appears_then_disappears() -> None:

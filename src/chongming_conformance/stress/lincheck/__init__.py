@@ -83,7 +83,12 @@ the checker: a claim may skip commands a concurrent transaction holds locked
 claim "returns at most ``limit`` claimable commands in ``created_at`` order among
 those it did not skip", and which ones it skipped is free; a claim's list order
 is not checked (the guide fixes which commands, not the order); starvation is
-judged by the scenarios' bounded-polls rule, not here. A ``touch`` and a ``save``
+judged by the scenarios' bounded-polls rule, not here. (Optional, stricter:
+``check(..., skip="concurrent")`` lets a claim skip only a command some call
+concurrent with it may hold locked -- another claim, a prune, a submit, complete or
+release of that command; any other command it left out was missing, not claimable
+or beyond its limit. Sound for a store whose only row locks on commands are those
+calls', which is what SKIP LOCKED skips.) A ``touch`` and a ``save``
 that race are two calls whose order is free: whichever is linearized last wins
 the progress and heartbeat, and the save keeps the lease either way (the model's
 save carries the stored lease). Ties in ``created_at`` are free in query order
@@ -95,6 +100,12 @@ oracle ``Model``, calls the model's method (``create``, ``save``, ``touch``,
 ``append``, ``history_of``, ``submit``, ``adopt_claim``, ``complete``,
 ``release``, ``adopt_prune``) and reads them back; states are tuples of frozen
 records, hashable for memoisation. Nothing re-states a rule of the guide.
+
+**Leaving out what cannot matter** (``partition.py``). A read or prune of a task
+before its first create could be invoked, or after an unfiltered query that did
+not return it once every create of it had ended, sees a missing task whatever
+the order; such projections are left out, which changes no decision and keeps the
+work proportional to the live tasks, not to every task ever made.
 
 **Search** (``search.py``). Wing & Gong's backtracking search over the invoke
 and return events, with Lowe's memoisation of (linearized calls, state) as in

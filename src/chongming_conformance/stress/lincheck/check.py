@@ -108,11 +108,21 @@ class CheckResult:
                 f"budget {self.budget}")
 
     def report(self, limit: int = 3) -> str:
+        """The summary, then up to ``limit`` violations -- taken in turn from each kind,
+        so a flood of one kind (a counts() range per call) does not hide another."""
         lines = [self.summary()]
-        for v in self.violations[:limit]:
-            lines.append(str(v))
-        if len(self.violations) > limit:
-            lines.append(f"... {len(self.violations) - limit} more violation(s)")
+        by_kind: dict[str, list[Violation]] = {}
+        for v in self.violations:
+            by_kind.setdefault(v.kind, []).append(v)
+        shown: list[Violation] = []
+        queues = [list(vs) for vs in by_kind.values()]
+        while len(shown) < limit and any(queues):
+            for q in queues:
+                if q and len(shown) < limit:
+                    shown.append(q.pop(0))
+        lines += [str(v) for v in sorted(shown, key=self.violations.index)]
+        if len(self.violations) > len(shown):
+            lines.append(f"... {len(self.violations) - len(shown)} more violation(s)")
         return "\n".join(lines)
 
 
