@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import shutil
 
+import pytest
 from stress_stores import CachingReads, shared
 
 from chongming_conformance.stress import StressProfile, enter_shared, run_scenario
 from chongming_conformance.stress.__main__ import main as stress_main
 from chongming_conformance.stress.lincheck import Verdict, check, read_history
-from reference_stores.sqlite import make_shared_store
 
 SMALL = StressProfile("small", processes=3, rounds=4, deadline=60.0)
 
@@ -25,16 +25,23 @@ def _history_of(factory: object) -> str:
     return result.log_dir
 
 
-def test_a_sqlite_run_is_linearizable() -> None:
-    logdir = _history_of(make_shared_store)
+def test_a_sqlite_run_kept_from_the_command_line_is_linearizable(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert stress_main(["reference_stores.sqlite:make_shared_store", "--scenario",
+                        "mixed_workload", "--profile", "quick", "--keep-logs"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if "worker logs kept in" in x]
+    logdir = line.rsplit(" ", 1)[1]
     try:
         calls = read_history(logdir)
         assert len(calls) > 200 and {c.method for c in calls} >= {
             "create", "save", "get", "touch", "append", "history", "query", "counts",
             "submit_command", "claim_commands", "prune"}
-        result = check(calls)
-        assert result.verdict is Verdict.LINEARIZABLE, result.report()
+        for skip in ("any", "concurrent"):
+            result = check(calls, skip=skip)
+            assert result.verdict is Verdict.LINEARIZABLE, result.report()
         assert stress_main(["lincheck", logdir]) == 0
+        assert "LINEARIZABLE" in capsys.readouterr().out
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
 

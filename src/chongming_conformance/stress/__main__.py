@@ -73,12 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run only this scenario (repeatable)")
     parser.add_argument("--sqlite-integrity", action="store_true",
                         help="run PRAGMA integrity_check (opener = partial(Store, path))")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep every scenario's worker logs, not only a failing one's "
+                             "(for 'timeline' and 'lincheck')")
     args = parser.parse_args(argv)
     module_name, _, attr = args.factory.partition(":")
     factory = getattr(importlib.import_module(module_name), attr or "make_shared_store")
     integrity: IntegrityCheck | None = sqlite_opener_integrity if args.sqlite_integrity else None
     started = time.monotonic()
-    results = run_all(factory, args.profile, scenarios=args.scenario, integrity=integrity)
+    results = run_all(factory, args.profile, scenarios=args.scenario, integrity=integrity,
+                      keep_logs=True if args.keep_logs else None)
     total = time.monotonic() - started
     print(f"{'scenario':<20} {'verdict':<8} {'ops':>6} {'ops/s':>8} {'wall s':>7}")
     for r in results:
@@ -86,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{r.scenario:<20} {verdict:<8} {r.ops:>6} {r.ops_per_second:>8.0f} "
               f"{r.wall_seconds:>7.1f}")
     print(f"total wall time {total:.1f} s (profile {args.profile})")
+    for r in results:
+        if r.ok and r.log_dir:
+            print(f"{r.scenario}: worker logs kept in {r.log_dir}")
     for r in results:
         if not r.ok:
             print(r.report(), file=sys.stderr)
