@@ -18,7 +18,12 @@ partition of one object. The cross-object calls are projected:
 * ``counts``: onto nothing -- its range check is in ``check.py``.
 
 Reads of unknown outcome (a get that raised) constrain nothing and are left out;
-so is ``close`` (it changes nothing another instance sees).
+so is ``close`` (it changes nothing another instance sees). So are the reads and
+prunes of a task that is certainly missing at their point (before its first
+create could be invoked, or once an unfiltered query saw it gone after its last
+create had ended): they hold whatever the order. Under the strict skip policy,
+a claim is also projected onto each command it left out although no concurrent
+call could hold it locked.
 """
 
 from __future__ import annotations
@@ -60,12 +65,22 @@ class Partition:
 
     @property
     def name(self) -> str:
-        tasks = [k for k in self.keys if k[0] == "task"]
+        """``task 'x'``, or ``task 'x' with its history and 2 commands``."""
         if len(self.keys) == 1:
             return describe_key(self.keys[0])
-        head = ", ".join(describe_key(k) for k in tasks) or describe_key(self.keys[0])
-        others = len(self.keys) - max(len(tasks), 1)
-        return f"{head} (with {others} more object{'s' if others != 1 else ''})"
+        tasks = [name for kind, name in self.keys if kind == "task"]
+        hists = [name for kind, name in self.keys if kind == "hist"]
+        cmds = [name for kind, name in self.keys if kind == "cmd"]
+        if not tasks:
+            return ", ".join(describe_key(k) for k in self.keys)
+        head = ", ".join(f"task {t!r}" for t in tasks)
+        extra = []
+        if hists:
+            extra.append("its history" if len(tasks) == 1 and hists == tasks else
+                         f"{len(hists)} histories")
+        if cmds:
+            extra.append(f"{len(cmds)} command{'s' if len(cmds) != 1 else ''}")
+        return head + (" with " + " and ".join(extra) if extra else "")
 
     def compile(self) -> None:
         index = {k: i for i, k in enumerate(self.keys)}

@@ -21,7 +21,8 @@ partition's state -- a tuple of the values of its objects -- and returns
 Every rule comes from the oracle (``chongming_conformance.oracle``): the step loads
 the objects it touches into an oracle ``Model``, calls the model's method, and
 reads the objects back; ``matches``, ``claimable`` and ``instant`` decide queries,
-claims and order. Nothing here re-states a rule of the guide.
+claims and order, and a claimed command is compared with the stored one as
+``oracle.check_claim`` does (the same record, ``lease_until = now + lease_seconds``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from ...model import Command, TaskQuery, TaskSnapshot, Transition
 from ...oracle import Model, claimable, instant, matches
+from ..timeline import format_value, when
 from .history import Call, Outcome
 
 __all__ = [
@@ -57,14 +59,7 @@ Slot = tuple[Key, int]
 # -- describing values (failure reasons) ---------------------------------------------------
 
 def _when(value: datetime | None) -> str:
-    from ..records import BASE  # the logical timeline every scenario uses
-
-    if value is None:
-        return "none"
-    seconds = (value - BASE).total_seconds()
-    if abs(seconds) < 1e9:
-        return f"t{seconds:+g}s"
-    return value.isoformat()
+    return "none" if value is None else when(value)
 
 
 def describe_snapshot(snap: TaskSnapshot | None) -> str:
@@ -89,8 +84,6 @@ def describe_command(cmd: Command | None) -> str:
 
 
 def _shown(value: Any) -> str:
-    from ..timeline import format_value  # one rendering of values for messages and lines
-
     return format_value(value, 60)
 
 
