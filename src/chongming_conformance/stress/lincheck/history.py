@@ -95,8 +95,10 @@ class Call:
 
     @property
     def definite(self) -> bool:
-        """Did it return (a value or a conflict), so its effect is known and bounded?"""
-        return self.outcome in (Outcome.OK, Outcome.CONFLICT)
+        """Did it return (a value, or a save's conflict), so its effect is known and
+        bounded? (A conflict from any other method is an error like any other.)"""
+        return self.outcome is Outcome.OK or (self.outcome is Outcome.CONFLICT
+                                              and self.method == "save")
 
     @property
     def end(self) -> float:
@@ -132,14 +134,14 @@ class UnrecordedCalls(ValueError):
             "ctx.record_calls = True)")
 
 
-def _outcome(op: Op) -> Outcome:
+def _outcome(op: Op, method: str) -> Outcome:
     if op.pending:
         return Outcome.PENDING
     if op.ok:
         return Outcome.OK
-    if op.conflict:
+    if op.conflict and method == "save":
         return Outcome.CONFLICT
-    return Outcome.FAILED
+    return Outcome.FAILED  # a conflict from any other method is just an error
 
 
 def _error(op: Op) -> str | None:
@@ -182,7 +184,7 @@ def _calls(pairs: list[tuple[str, Logs]], strict: bool) -> list[Call]:
             method = str(op.call["method"])
             if method in _LOCAL_ONLY:
                 continue
-            outcome = _outcome(op)
+            outcome = _outcome(op, method)
             calls.append(Call(
                 id=0, process=f"{prefix}w{op.worker}", method=method,
                 args=decode_args(op.call.get("args") or {}), outcome=outcome,
