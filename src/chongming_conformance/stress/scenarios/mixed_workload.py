@@ -86,6 +86,7 @@ def _worker(ctx: WorkerContext) -> None:
     rng = random.Random(p["seed"] * 1_000_003 + ctx.index)
     st = _State()
     me = f"w{ctx.index}"
+    ctx.record_calls = True  # full calls in the log, for stress.lincheck and the timeline
     for r in range(p["rounds"]):
         ctx.round = r
         now = r * STEP
