@@ -10,7 +10,8 @@ import shutil
 import pytest
 from stress_stores import CachingReads, shared
 
-from chongming_conformance.stress import StressProfile, enter_shared, run_scenario
+from chongming_conformance.factory import enter_opener
+from chongming_conformance.stress import StressProfile, run_scenario
 from chongming_conformance.stress.__main__ import main as stress_main
 from chongming_conformance.stress.lincheck import Verdict, check, read_history
 
@@ -19,7 +20,7 @@ SMALL = StressProfile("small", processes=3, rounds=4, deadline=60.0)
 
 def _history_of(factory: object) -> str:
     with contextlib.ExitStack() as stack:
-        opener = enter_shared(factory, stack)
+        opener = enter_opener(factory, stack)
         result = run_scenario("mixed_workload", opener, SMALL, keep_logs=True)
     assert result.log_dir is not None
     return result.log_dir

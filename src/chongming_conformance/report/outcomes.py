@@ -87,6 +87,23 @@ def _against(test: TestResult, cid: str, declared: Mapping[str, set[str]]) -> bo
     return declared.get(test.nodeid, {cid}) == {cid}
 
 
+#: Characters of a skip reason a note quotes (its first lines, whole).
+SKIP_REASON_CHARS = 600
+
+
+def _said(test: TestResult) -> str:
+    """A skipped test's reason, for the note of the clause it leaves NOT VERIFIED (a stress
+    scenario whose verdict could not be reached says why there): its first whole lines."""
+    if test.outcome != "skipped" or not test.message:
+        return ""
+    kept: list[str] = []
+    for line in test.message.strip().splitlines():
+        if sum(len(x) + 1 for x in kept) + len(line) > SKIP_REASON_CHARS:
+            break
+        kept.append(line.strip())
+    return f" ({' / '.join(kept)})" if kept else ""
+
+
 def _not_proven(elsewhere: Sequence[TestResult], declared: Mapping[str, set[str]]) -> str:
     """Why a clause whose checks failed for other reasons stays unproven (names them)."""
     parts = []
@@ -169,7 +186,8 @@ def _evaluate_one(
     # A strict xpass of a test deviating from *another* clause still passed all its checks.
     incomplete = [t for t in tests if t.outcome not in ("passed", "xpassed")]
     if incomplete:
-        why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" for t in incomplete)
+        why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" + _said(t)
+                        for t in incomplete)
         return ClauseResult(clause, NOT_VERIFIED, f"not every test checking it ran: {why}", tests)
     return ClauseResult(clause, PASS, None, tests)
 

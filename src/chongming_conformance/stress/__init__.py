@@ -17,7 +17,7 @@ told apart from other errors.
 
 from __future__ import annotations
 
-from .contract import StressContract
+from .contract import NotVerified, StressContract
 from .harness import Anomaly, Opener
 from .integrity import sqlite_integrity, sqlite_opener_integrity
 from .runner import IntegrityCheck, ScenarioResult, run_all, run_scenario
@@ -30,6 +30,7 @@ __all__ = [
     "SCENARIOS",
     "Anomaly",
     "IntegrityCheck",
+    "NotVerified",
     "Opener",
     "Scenario",
     "ScenarioResult",

@@ -21,12 +21,17 @@ therefore gets its test (and its clause in the report) without touching this
 file.
 
 No pytest import: the assertions are plain ``assert``-style ``AssertionError``s
-carrying the anomalies found.
+carrying the anomalies found. A scenario whose verdict could not be reached (the
+linearizability checker ran out of its budget) raises :class:`NotVerified`, a
+``unittest.SkipTest`` -- pytest reports the test skipped with the reason, and the
+plugin's report shows the clause NOT VERIFIED with it, so the verdict is "not
+proven" and a gate fails: never PASS, never FAIL.
 """
 
 from __future__ import annotations
 
 import contextlib
+import unittest
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +42,12 @@ from .runner import ScenarioResult, run_scenario
 from .scenarios import SCENARIOS, Scenario
 from .stress_profiles import StressProfile, get_profile
 
-__all__ = ["StressContract", "scenario_test"]
+__all__ = ["NotVerified", "StressContract", "scenario_test"]
+
+
+class NotVerified(unittest.SkipTest):
+    """A scenario ran but its verdict could not be reached; the message says why (and,
+    for the linearizability checker, the budget it ran out of and where the logs are)."""
 
 
 class StressContract:
@@ -77,8 +87,10 @@ class StressContract:
 
     def assert_stress(self, scenario: str) -> ScenarioResult:
         result = self.run_stress(scenario)
-        if not result.ok:
+        if result.failed:
             raise AssertionError(result.report())
+        if result.unverified:
+            raise NotVerified(result.report())
         return result
 
 

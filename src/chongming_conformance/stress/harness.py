@@ -36,8 +36,9 @@ from ..protocol import TaskStore
 from ..report.masking import masked_logging
 from .calls import encode_value, recorded_call
 from .diagnosis import deadline_report
-from .log import Logs, OpLog, read_logs
+from .log import Logs, Op, OpLog, read_logs
 from .stress_profiles import StressProfile
+from .timeline import entries_from_logs, slice_of
 
 __all__ = [
     "Anomaly",
@@ -58,6 +59,8 @@ SELF_DESTRUCT_GRACE = 10.0
 TERMINATE_GRACE = 2.0
 #: Seconds between two progress notes of a running scenario (``progress.note``).
 PROGRESS_EVERY = 3.0
+#: Anomalies that get their slice of the timeline (``Harness.quote_timelines``).
+QUOTED = 50
 #: A round number as a worker's log line records it (compact JSON, see ``log.OpLog``).
 _ROUND = re.compile(rb'"round":(\d+)')
 
@@ -68,15 +71,31 @@ class DeadlineReached(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Anomaly:
-    """A broken guarantee, with the minimal evidence to find it again."""
+    """A broken guarantee, with the minimal evidence to find it again.
+
+    ``cites`` are the logged calls the message is about; once the scenario has run,
+    ``timeline`` is every worker's calls around them, merged in time order
+    (``timeline.cited_slice``), and ``command`` the shell command that prints the same
+    lines from the kept logs.
+    """
 
     scenario: str
     kind: str
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    cites: tuple[Op, ...] = field(default=(), repr=False, compare=False)
+    timeline: str = ""
+    command: str = ""
 
     def __str__(self) -> str:
         return f"[{self.scenario}/{self.kind}] {self.message}"
+
+    def block(self) -> str:
+        """The anomaly with its slice of the timeline, as a report quotes it."""
+        if not self.timeline:
+            return str(self)
+        shown = "\n".join(f"      {line}" for line in self.timeline.splitlines())
+        return f"{self}\n    timeline ({self.command}):\n{shown}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +278,7 @@ class Group:
         self.barrier = mp.Barrier(max(parties, 1))
         self.events = {name: mp.Event() for name in events}
         harness.groups += 1
+        self.number = harness.groups
         folder = harness.logdir / f"group{harness.groups}"
         folder.mkdir(parents=True, exist_ok=True)
         self.paths = {i: folder / f"worker{i}-{s.role}.jsonl" for i, s in self.specs.items()}
@@ -353,6 +373,7 @@ class Group:
             h.errors.extend(self._exit_problem(i, code, logs))
         h.ops += logs.count()
         h.busy += logs.span()
+        h.group_logs.append((self.number, logs))
         return logs
 
     def _stuck_message(self, index: int, logs: Logs) -> str:
@@ -440,6 +461,13 @@ class Harness:
         self.deadline = time.monotonic() + profile.deadline
         self.anomalies: list[Anomaly] = []
         self.errors: list[str] = []
+        #: Why the verdict could not be reached (e.g. the linearizability checker ran out
+        #: of its budget): the scenario is then NOT VERIFIED, neither PASS nor FAIL.
+        self.unverified: list[str] = []
+        #: Numbers a scenario reports about itself (e.g. what its checker spent).
+        self.stats: dict[str, Any] = {}
+        #: Every finished group's logs with its number, as ``Group.finish`` read them.
+        self.group_logs: list[tuple[int, Logs]] = []
         self.ops = 0
         self.busy = 0.0
         self.groups = 0
@@ -463,5 +491,38 @@ class Harness:
         group.start()
         return group.finish()
 
-    def anomaly(self, kind: str, message: str, **evidence: Any) -> None:
-        self.anomalies.append(Anomaly(self.scenario, kind, message, evidence))
+    def anomaly(self, kind: str, message: str, *, cites: Sequence[Op] = (),
+                **evidence: Any) -> None:
+        """Record a broken guarantee. ``cites``: the logged calls it is about; the report
+        then quotes every worker's calls around them (``quote_timelines``)."""
+        self.anomalies.append(Anomaly(self.scenario, kind, message, evidence,
+                                      tuple(o for o in cites if o is not None)))
+
+    def not_verified(self, reason: str) -> None:
+        """The verdict could not be reached (neither PASS nor FAIL): say why."""
+        self.unverified.append(reason)
+
+    def named_groups(self) -> list[tuple[str, Logs]]:
+        """The finished groups with the prefixes ``log.read_log_dir`` gives their workers."""
+        several = self.groups > 1
+        return [(f"g{n}." if several else "", logs) for n, logs in sorted(
+            self.group_logs, key=lambda g: g[0])]
+
+    def quote_timelines(self, limit: int = QUOTED) -> None:
+        """Give every anomaly that cites calls (the first ``limit`` of them: a broken store
+        can produce hundreds) its slice of the timeline -- every worker's calls around the
+        cited ones -- and the command printing it. Called once every group has finished,
+        so the workers are named as in the kept logs."""
+        entries = entries_from_logs(self.named_groups())
+        done = 0
+        for k, a in enumerate(self.anomalies):
+            if done >= limit:
+                break
+            if not a.cites or a.timeline:
+                continue
+            cut = slice_of(entries, a.cites)
+            if cut is None:
+                continue
+            done += 1
+            self.anomalies[k] = Anomaly(a.scenario, a.kind, a.message, a.evidence, a.cites,
+                                        cut.text, cut.command(self.logdir))

@@ -24,12 +24,21 @@ __all__ = ["IntegrityCheck", "ScenarioResult", "run_all", "run_scenario"]
 IntegrityCheck = Callable[[Opener], Sequence[str]]
 
 
+#: Characters a report may take: pytest keeps the last 6000 of a failure's text (and
+#: prefixes each line), so a longer report would lose its head mid-line.
+REPORT_CHARS = 4500
+
+
 @dataclass(slots=True)
 class ScenarioResult:
-    """What one scenario found. ``ok`` only when there is neither anomaly nor error.
+    """What one scenario found. ``ok`` (PASS) only when there is no anomaly, no error and
+    nothing left unverified.
 
     ``anomalies`` are broken guarantees seen in the logs; ``errors`` are runs
-    that could not complete (stuck or crashed workers, a failing setup).
+    that could not complete (stuck or crashed workers, a failing setup);
+    ``unverified`` says why a verdict could not be reached (the linearizability
+    checker ran out of its budget): with no anomaly and no error, the scenario is
+    then NOT VERIFIED -- neither PASS nor FAIL.
     """
 
     scenario: str
@@ -37,14 +46,29 @@ class ScenarioResult:
     profile: str
     anomalies: list[Anomaly] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
     ops: int = 0
     busy_seconds: float = 0.0
     wall_seconds: float = 0.0
     log_dir: str | None = None
+    #: Why no worker logs are kept, when ``log_dir`` is None.
+    logs_note: str | None = None
+    #: Numbers the scenario reported about itself (``Harness.stats``).
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """FAIL: an anomaly or an error (whatever else is unverified)."""
+        return bool(self.anomalies or self.errors)
 
     @property
     def ok(self) -> bool:
-        return not self.anomalies and not self.errors
+        """PASS: nothing failed and the verdict was reached."""
+        return not self.failed and not self.unverified
+
+    @property
+    def verdict(self) -> str:
+        return "FAIL" if self.failed else "NOT VERIFIED" if self.unverified else "PASS"
 
     @property
     def ops_per_second(self) -> float:
@@ -58,28 +82,66 @@ class ScenarioResult:
         """The one cause every anomaly shares, when they fit a known pattern (see ``hints``)."""
         return common_cause(self.anomalies)
 
-    def report(self, limit: int = 8) -> str:
-        """A readable summary: verdict, then errors, then the first anomalies per kind."""
-        head = (f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
-                f"{self.profile!r}: " + ("PASS" if self.ok else
-                                         f"{len(self.anomalies)} anomalies, "
-                                         f"{len(self.errors)} errors"))
-        lines = [head]
+    def report(self, limit: int = 8, chars: int = REPORT_CHARS) -> str:
+        """A readable summary: verdict, where the worker logs are, then errors, then the
+        anomalies (the first ``limit`` per kind, each with its slice of the timeline).
+
+        At most ``chars`` characters: whole blocks (an error, an anomaly) are left out from
+        the end when they do not fit, and the report says how many; a block is never cut
+        in the middle of a line.
+        """
+        counts = (f"{len(self.anomalies)} anomalies, {len(self.errors)} errors"
+                  if self.failed else "NOT VERIFIED" if self.unverified else "PASS")
+        head = [f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
+                f"{self.profile!r}: {counts}"]
         hint = self.hint
         if hint is not None:
-            lines.append(f"  hint: {hint}")
-        lines += [f"  ERROR {e}" for e in self.errors[:limit]]
+            head.append(f"  hint: {hint}")
+        if self.log_dir:
+            head.append(f"  worker logs kept in {self.log_dir} (python -m "
+                        "chongming_conformance.stress timeline|lincheck LOGDIR)")
+        elif not self.ok:
+            head.append(f"  worker logs: {self.logs_note or 'none kept'}")
+        blocks = [f"  NOT VERIFIED: {u}" for u in self.unverified]
+        blocks += [f"  ERROR {e}" for e in self.errors[:limit]]
         shown: dict[str, int] = {}
         for a in self.anomalies:
             shown[a.kind] = shown.get(a.kind, 0) + 1
             if shown[a.kind] <= limit:
-                lines.append(f"  {a}")
-        for kind, n in shown.items():
-            if n > limit:
-                lines.append(f"  ... {n - limit} more {kind!r} anomalies")
-        if self.log_dir:
-            lines.append(f"  worker logs kept in {self.log_dir}")
-        return "\n".join(lines)
+                blocks.append("  " + a.block().replace("\n", "\n  "))
+        tail = [f"  ... {n - limit} more {kind!r} anomalies" for kind, n in shown.items()
+                if n > limit]
+        return _fit(head, blocks, tail, chars)
+
+
+def _fit(head: list[str], blocks: list[str], tail: list[str], chars: int) -> str:
+    """``head``, as many ``blocks`` as fit in ``chars`` (a first block that does not fit
+    keeps its first whole lines), then ``tail``."""
+    used = sum(len(x) + 1 for x in head + tail) + 80
+    out = list(head)
+    left = 0
+    for k, block in enumerate(blocks):
+        if used + len(block) + 1 <= chars:
+            out.append(block)
+            used += len(block) + 1
+            continue
+        if k == 0:
+            lines = block.splitlines()
+            kept: list[str] = []
+            for line in lines:
+                if used + len(line) + 1 > chars:
+                    break
+                kept.append(line)
+                used += len(line) + 1
+            out.append("\n".join([*kept, f"    ... {len(lines) - len(kept)} more lines"]))
+            left = len(blocks) - 1
+        else:
+            left = len(blocks) - k
+        break
+    if left:
+        out.append(f"  ... {left} more block(s) not shown (the report is kept short; every "
+                   "call is in the worker logs)")
+    return "\n".join(out + tail)
 
 
 def _generic_integrity(h: Harness) -> None:
@@ -122,6 +184,7 @@ def run_scenario(
     problem = picklability_problem(opener)
     if problem is not None:
         result.errors.append(problem)
+        result.logs_note = "none (no worker ran)"
         return result
     logdir = Path(tempfile.mkdtemp(prefix=f"chongming-stress-{name}-"))
     h = Harness(name, opener, prof, logdir)
@@ -140,13 +203,18 @@ def run_scenario(
                 problems = [f"the integrity check raised {type(exc).__name__}: {exc}"]
             for p in problems:
                 h.anomaly("integrity", f"store-specific integrity check: {p}")
-    result.anomalies, result.errors = h.anomalies, h.errors
-    result.ops, result.busy_seconds = h.ops, h.busy
+    try:
+        h.quote_timelines()
+    except Exception as exc:  # the evidence must never hide the verdict
+        h.errors.append(f"quoting the timeline failed: {type(exc).__name__}: {exc}")
+    result.anomalies, result.errors, result.unverified = h.anomalies, h.errors, h.unverified
+    result.ops, result.busy_seconds, result.stats = h.ops, h.busy, h.stats
     result.wall_seconds = time.monotonic() - started
     if keep_logs or (keep_logs is None and not result.ok):
         result.log_dir = str(logdir)
     else:
         shutil.rmtree(logdir, ignore_errors=True)
+        result.logs_note = "deleted (keep_logs=False)"
     return result
 
 

@@ -22,8 +22,11 @@ From a shell, on the logs a failing run kept::
         [--around SECONDS [--window SECONDS]]
 
 ``--around T`` keeps the calls that overlap ``[T - window, T + window]`` (default
-window 0.5 s), ``T`` in the same seconds the lines show. From a verdict:
-``slice_around(logs, ops, seconds)``.
+window 0.5 s), ``T`` in the same seconds the lines show; ``--mark w1#12`` marks a call
+``»`` and ``--max-lines N`` keeps the marked calls and their nearest neighbours. From a
+verdict: ``slice_around(logs, ops, seconds)``; every anomaly of a stress scenario quotes
+``cited_slice(...)`` (``Harness.anomaly(..., cites=ops)``), which says the ``timeline``
+command that prints the very same lines from the kept logs.
 """
 
 from __future__ import annotations
@@ -43,7 +46,11 @@ from .log import Logs, Op, read_log_dir
 from .records import BASE
 
 __all__ = [
+    "SLICE_LINES",
+    "SLICE_SECONDS",
+    "CitedSlice",
     "Entry",
+    "cited_slice",
     "entries_from_logs",
     "entry_from_op",
     "format_value",
@@ -51,6 +58,7 @@ __all__ = [
     "render",
     "select",
     "slice_around",
+    "slice_of",
 ]
 
 #: Width budget of one rendered value (arguments, result); items are never cut.
@@ -344,6 +352,131 @@ def slice_around(logs: Logs | Iterable[tuple[str, Logs]], ops: Sequence[Op], sec
     return render(shown, zero, marked={id(o) for o in ops})
 
 
+#: Seconds of every worker's calls an anomaly's slice shows before and after the calls it
+#: cites (``cited_slice``); the bound below keeps only the nearest of them.
+SLICE_SECONDS = 0.02
+#: Lines an anomaly's slice shows at most: the cited calls, then their nearest neighbours.
+SLICE_LINES = 14
+
+
+def label_of(entry: Entry) -> str:
+    """``w1#12`` (``g2.w1#12`` with several groups): what ``--mark`` takes."""
+    return f"{entry.worker}#{entry.seq}"
+
+
+def bounded(entries: Sequence[Entry], marked: Iterable[int], max_lines: int | None
+            ) -> list[Entry | int]:
+    """``entries`` cut to ``max_lines``: every marked one (the earliest, if there are more
+    than that), then the entries nearest to a marked one, growing outwards one at a time on
+    each side. A run of left-out entries becomes the number left out, so the rendering can
+    say so; whole lines only, never part of one."""
+    if max_lines is None or len(entries) <= max_lines:
+        return list(entries)
+    marks = set(marked)
+    centres = [i for i, e in enumerate(entries) if e.ref in marks][:max_lines]
+    keep = set(centres)
+    reach = 1
+    while len(keep) < max_lines and reach < len(entries):
+        for c in centres:
+            for i in (c - reach, c + reach):
+                if 0 <= i < len(entries) and len(keep) < max_lines:
+                    keep.add(i)
+        reach += 1
+    if not centres:
+        keep = set(range(max_lines))
+    out: list[Entry | int] = []
+    gap = 0
+    for i, e in enumerate(entries):
+        if i in keep:
+            if gap:
+                out.append(gap)
+                gap = 0
+            out.append(e)
+        else:
+            gap += 1
+    if gap:
+        out.append(gap)
+    return out
+
+
+def render_bounded(entries: Sequence[Entry], origin: float, *, marked: Iterable[int] = (),
+                   max_lines: int | None = None, indent: str = "    ") -> str:
+    """``render``, with at most ``max_lines`` calls (``bounded``) and a line saying how many
+    calls were left out wherever some were."""
+    marks = set(marked)
+    lines = []
+    for item in bounded(entries, marks, max_lines):
+        if isinstance(item, int):
+            lines.append(f"{indent}  … {item} call{'s' if item != 1 else ''} not shown")
+        else:
+            lines.append(render([item], origin, marked=marks, indent=indent))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSlice:
+    """An anomaly's slice of the timeline and the window it was cut from.
+
+    ``around`` and ``window`` are seconds after the run's first call, rounded as the
+    ``timeline`` command takes them, so the command prints exactly ``text``.
+    """
+
+    text: str
+    around: float
+    window: float
+    marks: tuple[str, ...]
+    max_lines: int
+
+    def command(self, logdir: str | Path) -> str:
+        """The shell command that prints the same lines from the kept logs."""
+        marks = "".join(f" --mark {m}" for m in self.marks)
+        return (f"python -m chongming_conformance.stress timeline {logdir} "
+                f"--around {self.around:.5f} --window {self.window:.5f}{marks} "
+                f"--max-lines {self.max_lines}")
+
+
+def window_of(ops: Sequence[Op], zero: float, seconds: float) -> tuple[float, float]:
+    """(around, window) covering every cited call widened by ``seconds``, in seconds after
+    ``zero``, rounded outwards to 0.1 ms and then to the 5 decimals the command prints."""
+    start = min(o.t_invoke for o in ops) - seconds - zero
+    ends = [o.t_return for o in ops if o.t_return is not None]
+    last = max(ends) if len(ends) == len(ops) else max(o.t_invoke for o in ops)
+    end = last + seconds - zero
+    lo = math.floor(start * 10_000) / 10_000
+    hi = math.ceil(end * 10_000) / 10_000
+    return float(f"{(lo + hi) / 2:.5f}"), float(f"{(hi - lo) / 2 + 0.00001:.5f}")
+
+
+def in_window(entries: Sequence[Entry], zero: float, around: float, window: float
+              ) -> list[Entry]:
+    """The entries overlapping ``around ± window`` (seconds after ``zero``): one formula for
+    the verdict and the command, so both pick the same calls."""
+    return select(entries, start=zero + around - window, end=zero + around + window)
+
+
+def cited_slice(groups: Iterable[tuple[str, Logs]] | Logs, ops: Sequence[Op], *,
+                seconds: float = SLICE_SECONDS, max_lines: int = SLICE_LINES) -> CitedSlice | None:
+    """Every worker's calls around ``ops`` (merged, time-ordered, ``ops`` marked ``»``),
+    bounded to ``max_lines``; None when ``ops`` is empty. ``groups`` are the run's groups of
+    workers with their prefixes, as ``read_log_dir`` names them."""
+    pairs = [("", groups)] if isinstance(groups, Logs) else list(groups)
+    return slice_of(entries_from_logs(pairs), ops, seconds=seconds, max_lines=max_lines)
+
+
+def slice_of(entries: Sequence[Entry], ops: Sequence[Op], *, seconds: float = SLICE_SECONDS,
+             max_lines: int = SLICE_LINES) -> CitedSlice | None:
+    """``cited_slice`` on a run's entries (``entries_from_logs``), computed once for many."""
+    if not ops:
+        return None
+    zero = origin_of(entries)
+    around, window = window_of(ops, zero, seconds)
+    shown = in_window(entries, zero, around, window)
+    refs = {id(o) for o in ops}
+    marks = tuple(label_of(e) for e in shown if e.ref in refs)
+    text = render_bounded(shown, zero, marked=refs, max_lines=max_lines, indent="")
+    return CitedSlice(text, around, window, marks, max_lines)
+
+
 # -- the command ----------------------------------------------------------------------------
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -358,6 +491,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only calls around this time (seconds, as the lines show)")
     parser.add_argument("--window", type=float, default=0.5, metavar="SECONDS",
                         help="half-width of --around's window (default 0.5)")
+    parser.add_argument("--mark", action="append", default=[], metavar="WORKER#SEQ",
+                        help="mark this call with » (e.g. w1#12, g2.w1#12; repeatable)")
+    parser.add_argument("--max-lines", type=int, metavar="N",
+                        help="at most N calls: the marked ones and their nearest neighbours")
     args = parser.parse_args(argv)
     try:
         groups = read_log_dir(Path(args.logdir))
@@ -366,13 +503,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 4
     entries = entries_from_logs(groups)
     zero = origin_of(entries)
-    start = end = None
     if args.around is not None:
-        start = zero + args.around - args.window
-        end = zero + args.around + args.window
-    shown = select(entries, task=args.task, command=args.command, start=start, end=end)
+        entries = in_window(entries, zero, args.around, args.window)
+    shown = select(entries, task=args.task, command=args.command)
     if not shown:
         print("no call matches", file=sys.stderr)
         return 1
-    print(render(shown, zero, indent=""))
+    marks = {e.ref for e in shown if label_of(e) in set(args.mark)}
+    print(render_bounded(shown, zero, marked=marks, max_lines=args.max_lines, indent=""))
     return 0
