@@ -120,6 +120,27 @@ def test_the_strict_skip_policy_allows_what_the_limit_cut_off() -> None:
     assert check(r.calls(), skip="concurrent").verdict is Verdict.VIOLATION
 
 
+def test_the_strict_skip_policy_lets_a_lease_hold_at_exactly_lease_until() -> None:
+    """CLAIM-LEASE-BOUNDARY is a SHOULD: at now == lease_until a store may still hold the
+    lease (LeaseHeldAtBoundary in tests/latitude), so a claim there may leave the command
+    out -- or take it; a moment later it must take it."""
+    r = Recorder()
+    r.setup()
+    c = command("c", "mix-t0", 0.0)
+    r.submit(0, c, (0.1, 0.2))
+    r.claim(1, 0, 1, [leased(c, 0)], (1.0, 2.0))  # leased until t+2
+    r.claim(2, 2, 5, [], (3.0, 4.0))  # at t+2: held (the MUST allows it)
+    assert check(r.calls(), skip="concurrent").ok
+    taken = Recorder()
+    taken.setup()
+    taken.submit(0, c, (0.1, 0.2))
+    taken.claim(1, 0, 1, [leased(c, 0)], (1.0, 2.0))
+    taken.claim(2, 2, 5, [leased(c, 2)], (3.0, 4.0))  # at t+2: free (the SHOULD)
+    assert check(taken.calls(), skip="concurrent").ok
+    r.claim(3, 2.5, 5, [], (5.0, 6.0))  # after lease_until nothing may hold it
+    assert check(r.calls(), skip="concurrent").verdict is Verdict.VIOLATION
+
+
 def test_a_save_of_unknown_outcome_that_took_effect_is_linearizable() -> None:
     """A save raised StoreError, yet wrote: the next save chains from its version. The
     invariant 'successful saves form one chain from 0' calls it a broken chain."""

@@ -87,8 +87,9 @@ judged by the scenarios' bounded-polls rule, not here. (Optional, stricter:
 ``check(..., skip="concurrent")`` lets a claim skip only a command some call
 concurrent with it may hold locked -- another claim, a prune, a submit, complete or
 release of that command; any other command it left out was missing, not claimable
-or beyond its limit. Sound for a store whose only row locks on commands are those
-calls', which is what SKIP LOCKED skips.) A ``touch`` and a ``save``
+or beyond its limit -- or its lease ended exactly at the claim's ``now``, where
+CLAIM-LEASE-BOUNDARY, a SHOULD, lets a store still hold it. Sound for a store whose
+only row locks on commands are those calls', which is what SKIP LOCKED skips.) A ``touch`` and a ``save``
 that race are two calls whose order is free: whichever is linearized last wins
 the progress and heartbeat, and the save keeps the lease either way (the model's
 save carries the stored lease). Ties in ``created_at`` are free in query order

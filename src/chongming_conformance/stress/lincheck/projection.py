@@ -487,7 +487,11 @@ def claim_cut(call: Call) -> tuple[bool, datetime | None]:
 def claim_left_out_make(call: Call) -> Callable[[Sequence[Slot]], tuple[Step, Step | None]]:
     """Under the strict SKIP LOCKED policy: commands a claim left out although no
     concurrent call could hold them locked. Each was missing, not claimable at ``now``,
-    or beyond the limit (not older than the newest command it returned)."""
+    or beyond the limit (not older than the newest command it returned).
+
+    A lease that ends exactly at ``now`` may still hold there (CLAIM-LEASE-BOUNDARY is a
+    SHOULD; the MUST clauses accept both readings), so such a command may be left out; a
+    claim that does return it is judged claimable (``claim_make``)."""
     now: datetime = call.args["now"]
     cut, last = claim_cut(call)
     what = (f"claim_commands(now={_when(now)}, limit={call.args.get('limit')}) returned "
@@ -496,7 +500,7 @@ def claim_left_out_make(call: Call) -> Callable[[Sequence[Slot]], tuple[Step, St
     def check(state: State, slots: Sequence[Slot]) -> str | None:
         for (_, cid), i in slots:
             stored: Command | None = state[i]
-            if stored is None or not claimable([stored], now):
+            if stored is None or not claimable([stored], now, free_at_boundary=False):
                 continue
             if cut and (last is None or instant(stored.created_at) >= last):
                 continue
