@@ -104,3 +104,38 @@ def test_bad_stress_override_is_a_usage_error(pytester: pytest.Pytester) -> None
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--chongming-stress*at least 2 processes*"])
+
+
+TINY_BUDGET = '''
+"""The linearizability checker of the mixed workload gets a budget it cannot finish in."""
+from chongming_conformance.stress.lincheck import Budget
+from chongming_conformance.stress.scenarios import mixed_workload
+
+mixed_workload.BUDGET = Budget(max_states=10, max_seconds=60.0, minimise_seconds=1.0,
+                               reports=1)
+'''
+
+
+def test_a_checker_out_of_budget_is_not_verified_with_its_reason(
+        pytester: pytest.Pytester) -> None:
+    """Never PASS, never FAIL: the clause is NOT VERIFIED, its note says why (the budget)
+    and where the logs are, and the must gate fails."""
+    pytester.makeconftest(TINY_BUDGET)
+    result = run(
+        pytester,
+        "--chongming-store=reference_stores.sqlite:make_store",
+        "--chongming-stress=quick",
+        "--chongming-stress-rounds=3",
+        "--chongming-gate=must",
+        "--chongming-report=r.json",
+        "-k", "mixed_workload",
+    )
+    assert result.ret == 1, result.stdout.str()
+    doc = load_report(pytester.path / "r.json")
+    entry = clause(doc, "XP-MIXED-WORKLOAD")
+    assert entry["outcome"] == "NOT VERIFIED", entry
+    note = entry["note"]
+    assert "skipped" in note and "ran out of its budget" in note, note
+    assert "budget 10 states / 60 s" in note and "worker logs kept in" in note, note
+    assert table_outcome(result.stdout.str(), "XP-MIXED-WORKLOAD") == "NOT VERIFIED"
+    assert doc["run"]["gate_passed"] is False

@@ -85,6 +85,27 @@ def test_a_check_that_did_not_complete_leaves_the_clause_not_verified() -> None:
     assert outcome(got, "QUERY-PUSHDOWN") == NOT_VERIFIED  # review clause: never PASS
 
 
+def test_a_skipped_check_leaves_its_clause_not_verified_with_the_reason_and_the_gate_fails(
+) -> None:
+    """A stress scenario whose verdict could not be reached (the checker's budget ran out)
+    raises a skip: the clause is NOT VERIFIED and its note quotes why -- neither PASS nor
+    FAIL -- and a complete run whose MUST clause is NOT VERIFIED fails the gate."""
+    reason = ("Skipped: stress scenario 'mixed_workload' (XP-MIXED-WORKLOAD), profile 'ci': "
+              "NOT VERIFIED\n  worker logs kept in /tmp/logs (...)\n  NOT VERIFIED: (seed 0) "
+              "the linearizability checker ran out of its budget: ... budget 10 states / 60 s")
+    recs = [(suite_test(f"test_{cid.lower()}", "skipped", message=reason), (cid,))
+            if cid == "XP-MIXED-WORKLOAD" else (t, (cid,))
+            for t, (cid,) in every_gated_clause_passing()]
+    got = assess(records(*recs), Capabilities(), shared_available=True, gate="must")
+    [mixed] = [r for r in got.results if r.clause.id == "XP-MIXED-WORKLOAD"]
+    assert mixed.outcome == NOT_VERIFIED
+    assert mixed.note is not None
+    assert "skipped (Skipped: stress scenario" in mixed.note
+    assert "ran out of its budget" in mixed.note and "/tmp/logs" in mixed.note
+    assert got.verdict.startswith("not proven") and got.gate_passed is False
+    assert [r.clause.id for r in got.gate_failed] == ["XP-MIXED-WORKLOAD"]
+
+
 def test_cross_process_clauses_never_pass_without_a_shared_store() -> None:
     passed = records((suite_test("test_xp", "passed"), ("XP-SAVE-ATOMIC",)))
     assert outcome(assess(passed, Capabilities(), shared_available=False),

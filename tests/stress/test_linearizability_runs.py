@@ -15,7 +15,7 @@ from chongming_conformance.stress import StressProfile, run_scenario
 from chongming_conformance.stress.__main__ import main as stress_main
 from chongming_conformance.stress.lincheck import Verdict, check, read_history
 
-SMALL = StressProfile("small", processes=3, rounds=4, deadline=60.0)
+SMALL = StressProfile("small", processes=3, rounds=10, deadline=60.0, crash_cycles=1)
 
 
 def _history_of(factory: object) -> str:

@@ -88,7 +88,7 @@ def _against(test: TestResult, cid: str, declared: Mapping[str, set[str]]) -> bo
 
 
 #: Characters of a skip reason a note quotes (its first lines, whole).
-SKIP_REASON_CHARS = 600
+SKIP_REASON_CHARS = 1200
 
 
 def _said(test: TestResult) -> str:

@@ -77,24 +77,24 @@ between the certainly- and possibly-terminal tasks beyond ``keep_terminal``.
 Both bounds hold in every linearization (sound); they are as precise as the
 real-time order of the writes makes them.
 
-**The guide's relaxations are nondeterminism of the model**, never exceptions in
-the checker: a claim may skip commands a concurrent transaction holds locked
-(SKIP LOCKED), so a command it did not return is left unconstrained -- the
-claim "returns at most ``limit`` claimable commands in ``created_at`` order among
-those it did not skip", and which ones it skipped is free; a claim's list order
-is not checked (the guide fixes which commands, not the order); starvation is
-judged by the scenarios' bounded-polls rule, not here. (Optional, stricter:
-``check(..., skip="concurrent")`` lets a claim skip only a command some call
-concurrent with it may hold locked -- another claim, a prune, a submit, complete or
-release of that command; any other command it left out was missing, not claimable
-or beyond its limit -- or its lease ended exactly at the claim's ``now``, where
-CLAIM-LEASE-BOUNDARY, a SHOULD, lets a store still hold it. Sound for a store whose
-only row locks on commands are those calls', which is what SKIP LOCKED skips.) A ``touch`` and a ``save``
-that race are two calls whose order is free: whichever is linearized last wins
-the progress and heartbeat, and the save keeps the lease either way (the model's
-save carries the stored lease). Ties in ``created_at`` are free in query order
-and in which tasks a prune drops. A prune's choice of which terminal tasks to
-drop, and whether their commands go (PRUNE-COMMANDS is a SHOULD), are free.
+**The guide's relaxations are nondeterminism of the model**, never exceptions in the
+checker: a claim may skip commands a concurrent transaction holds locked (SKIP
+LOCKED), so a command it did not return is left unconstrained -- the claim "returns
+at most ``limit`` claimable commands in ``created_at`` order among those it did not
+skip", and which ones it skipped is free; a claim's list order is not checked (the
+guide fixes which commands, not the order); starvation is judged by the scenarios'
+bounded-polls rule, not here. (Optional, stricter: ``check(..., skip="concurrent")``
+lets a claim skip only a command some call concurrent with it may hold locked --
+another claim, a prune, a submit, complete or release of that command; any other
+command it left out was missing, not claimable or beyond its limit -- or its lease
+ended exactly at the claim's ``now``, where CLAIM-LEASE-BOUNDARY, a SHOULD, lets a
+store still hold it. Sound for a store whose only row locks on commands are those
+calls', which is what SKIP LOCKED skips.) A ``touch`` and a ``save`` that race are
+two calls whose order is free: whichever is linearized last wins the progress and
+heartbeat, and the save keeps the lease either way (the model's save carries the
+stored lease). Ties in ``created_at`` are free in query order and in which tasks a
+prune drops. A prune's choice of which terminal tasks to drop, and whether their
+commands go (PRUNE-COMMANDS is a SHOULD), are free.
 
 **Model** (``projection.py``). Every step loads the objects it touches into an
 oracle ``Model``, calls the model's method (``create``, ``save``, ``touch``,

@@ -1,52 +1,69 @@
-"""``mixed_workload`` proves XP-MIXED-WORKLOAD: what must hold of any interleaving.
+"""``mixed_workload`` proves XP-MIXED-WORKLOAD: a random mix of all 14 calls is linearizable.
 
-The other scenarios each aim at one known race. This one looks for the
-unknown ones: every worker issues a seeded random mix of all 14 calls on a
-small key space (four tasks, a handful of commands), logged like every
-scenario. Each round is a work phase (the random calls, colliding for real)
-followed, after a barrier, by a check phase in which nobody writes and every
-worker reads the key tasks, their history, ``counts()`` and ``query()``.
+The other scenarios each aim at one known race. This one looks for the unknown ones:
+every worker issues a seeded random mix of all 14 calls on a small key space (eight
+shared tasks, commands, terminal tasks of its own), recorded in full
+(``ctx.record_calls``). Each round is a work phase (the random calls, colliding for
+real) and a check phase in which nobody but the round's checker writes: every worker
+reads the key tasks; then the checker alone reads their history, ``counts()`` and
+``query()``, claims every claimable command (then releases them) and saves one key
+task, which every other worker then reads again. While the rounds run,
+``crash_cycles`` extra workers each claim some commands and then write as fast as
+they can until the parent SIGKILLs them in the middle of a call.
 
-The checker needs no model of the interleaving, only what any correct store
-guarantees whatever the order:
+**The verdict is the linearizability checker** (``stress.lincheck``): can every
+call be given one instant inside its interval so that the calls, run one at a
+time in that order on the sequential model (``oracle.py``), give exactly the
+answers the store gave? That holds of every correct store whatever the
+interleaving; the guide's freedoms are nondeterminism of the model (see the
+checker's package docstring). A call of a killed worker that never returned
+has an unknown outcome: it may take effect at any instant after its invoke, or
+never -- and may hold row locks for ever after.
 
-* per task, the successful saves form one compare-and-set chain (no two from
-  one version, no gap) and the task was created once;
-* a command is never held by two consumers at once -- judged by real-time
-  order (a claim that returned before the holder's release or completion was
-  invoked, at a logical ``now`` inside the holder's lease) -- and never
-  claimed after a completion by its holder returned;
-* a history row, once read, never changes and is never duplicated (every append
-  of a version carries the same content, as crash recovery's replays do, so
-  this holds whether a store keeps the first or the last: APPEND-FIRST-WINS is a
-  SHOULD and is not judged here);
-* every acknowledged write is visible in the check phase: the version and
-  name of the chain's last save, the lease of the task's only lease writer,
-  the history rows appended;
-* ``counts()`` equals the statuses ``query()`` returns.
+Claims are judged under the **strict SKIP LOCKED policy**
+(``check(..., skip="concurrent")``): a claim may leave out a claimable command
+only if some call overlapping it may hold that command's row locked -- another
+claim (it may lock rows it scans), a prune, a submit, complete or release of
+that command, or such a call of unknown outcome. That is what ``FOR UPDATE SKIP
+LOCKED`` skips; a store that skips anything else (a release that keeps the
+lease, a claim that never takes an expired lease) starves a command, and the
+check phase's claim, which overlaps no other command call, shows it. A lease
+that ends exactly at the claim's ``now`` may be taken or left
+(CLAIM-LEASE-BOUNDARY is a SHOULD), and a claim's list order is not judged.
 
-A failure names the seed (``StressProfile.seed``) and quotes the minimal log
-slice: the calls that show it, with worker, round and real-time order.
+What the model cannot express stays a hand-written rule: a call may raise only
+what the guide allows there (``save``: ``ConcurrencyConflict``; ``create`` and
+``submit_command``: ``StoreError`` for a duplicate id); anything else is
+``unexpected-error`` or ``lock-contention`` -- for the checker an error is an
+unknown outcome, so a store that raised on every call would otherwise pass.
+
+Each failure names the seed (``StressProfile.seed``), the object whose history
+cannot be linearized, the checker's minimal sub-history as a timeline and the
+model's reason, then every worker's calls around it.
+
+Inputs are chosen so that the verdict never depends on a SHOULD or on
+something the guide leaves open: every append of a version carries the same
+content (APPEND-FIRST-WINS is a SHOULD), versions only go up, leases and limits
+are positive, appends go to tasks that exist (the key tasks are never pruned).
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ...model import Progress, TaskStatus
-from ..harness import Harness, WorkerContext, WorkerSpec
-from ..log import Logs, Op
+from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
+from ..harness import Group, Harness, WorkerContext, WorkerSpec
+from ..lincheck import Budget, Verdict, calls_from_logs, check
+from ..log import Logs
 from ..records import (
     BASE,
     at,
     command,
-    commands_summary,
-    offset,
     snapshot_summary,
     task,
     transition,
@@ -55,75 +72,133 @@ from ..records import (
 from ._common import logged_claim, report_errors
 from ._registry import Scenario, register
 
-TASKS = tuple(f"mix-t{k}" for k in range(4))
+TASKS = tuple(f"mix-t{k}" for k in range(8))
 STEP = 1.0
 LEASE = 2.0  # two rounds: leases expire and are reclaimed during the run
 LEASE_BASE = 100_000.0  # a lease writer's lease_until = at(LEASE_BASE + its touch number)
-OPS_PER_ROUND = 12
+OPS_PER_ROUND = 16
+#: The skip policy of the verdict (``lincheck.check``; see the module docstring).
+SKIP = "concurrent"
+#: What the checker may spend on one run; running out makes the scenario NOT VERIFIED.
+BUDGET = Budget(max_states=2_000_000, max_seconds=60.0, minimise_seconds=20.0, reports=2)
+#: Calls a crashing worker makes at most before it waits to be killed (it is killed
+#: within 50 ms of its claim, long before).
+CRASH_CALLS = 20_000
 _CYCLE = (TaskStatus.PENDING, TaskStatus.RUNNING)
 
 
 def _lease_writer(task_index: int, processes: int) -> int:
-    """Each task has one lease writer (a supervisor), so its latest lease is known."""
+    """Each task has one lease writer (a supervisor), so its leases go up one by one."""
     return task_index % processes
 
 
-# -- the role -------------------------------------------------------------------------------
+def _crash_round(k: int, cycles: int, rounds: int) -> int:
+    """The round in which crashing worker ``k`` starts (spread over the run)."""
+    return max(0, min(rounds - 1, (k + 1) * rounds // (cycles + 1)))
+
+
+def _key(tid: str, *, version: int = 0, name: str, status: TaskStatus | None = None
+         ) -> TaskSnapshot:
+    """A key task's snapshot: created_at, bucket and a tag fixed per task (pairs of tasks
+    share created_at: ties a query may order either way), the rest per write."""
+    k = TASKS.index(tid)
+    return task(tid, version=version, name=name, created_at=at(k // 2),
+                bucket=k % 3, tags=frozenset({f"t{version}", "even" if k % 2 == 0 else "odd"}),
+                status=status if status is not None else
+                _CYCLE[version % 2] if version else TaskStatus.PENDING,
+                lease_owner=None, lease_until=None)
+
+
+# -- the roles ------------------------------------------------------------------------------
 
 @dataclass(slots=True)
 class _State:
     """What one worker remembers between its calls (never shared)."""
 
+    me: str
+    n: int
+    rng: random.Random
     seq: int = 0
     held: dict[str, float] = field(default_factory=dict)  # command id -> lease_until (s)
+    finished: list[str] = field(default_factory=list)  # commands we completed or released
     doomed: list[str] = field(default_factory=list)  # our terminal tasks, for prune
-    revived: list[str] = field(default_factory=list)  # ours saved back to RUNNING this round
 
 
 def _worker(ctx: WorkerContext) -> None:
     p = ctx.params
     n = p["processes"]
-    rng = random.Random(p["seed"] * 1_000_003 + ctx.index)
-    st = _State()
-    me = f"w{ctx.index}"
-    ctx.record_calls = True  # full calls in the log, for stress.lincheck and the timeline
+    st = _State(f"w{ctx.index}", n, random.Random(p["seed"] * 1_000_003 + ctx.index))
+    ctx.record_calls = True  # every call in full: the checker's input
+    crashes = [_crash_round(k, p["crash_cycles"], p["rounds"])
+               for k in range(p["crash_cycles"])]
     for r in range(p["rounds"]):
         ctx.round = r
         now = r * STEP
         ctx.sync()
+        if ctx.index == 0:
+            for k in (k for k, at_round in enumerate(crashes) if at_round == r):
+                ctx.set_event(f"crash{k}")  # a crashing worker joins in now
         if r == 0:  # every worker races to create every key task
             for tid in TASKS:
                 ctx.call("create", {"task": tid}, partial(
-                    ctx.store.create, task(tid, name=f"{me}-create")))
-        _opening_collision(ctx, st, r, n, me)
-        for _ in range(2):  # terminal tasks of our own, for next round's prune
-            _create_doomed(ctx, st, me)
+                    ctx.store.create, _key(tid, name=f"{st.me}-create")))
+        _opening_collision(ctx, st, r)
+        for _ in range(2):  # terminal tasks of our own, for the prunes
+            _create_doomed(ctx, st)
         for _ in range(OPS_PER_ROUND):
-            st.seq += 1
-            _random_call(ctx, rng, st, now, me, n)
-        ctx.sync()  # check phase: nobody writes
-        _check_reads(ctx, st.revived, full=ctx.index == r % n)
-        st.revived.clear()  # nobody writes before the next round's barrier
+            _random_call(ctx, st, now, crashing=False)
+        ctx.sync()  # check phase: nobody writes but the round's checker
+        _check_phase(ctx, st, r, checker=ctx.index == r % n)
+    ctx.round = p["rounds"]
+    ctx.sync()  # the drain: beyond every lease, nobody else calls the store
+    if ctx.index == 0:
+        logged_claim(ctx, p["rounds"] * STEP + 10 * LEASE, LEASE, 100_000)
+    ctx.sync()
     ctx.call("close", {}, ctx.store.close)
 
 
-def _create_doomed(ctx: WorkerContext, st: _State, me: str) -> None:
+def _crasher(ctx: WorkerContext) -> None:
+    """Joins the run at its round, claims, then writes until the parent SIGKILLs it.
+
+    It never prunes, and claims only before it tells the parent to kill it: a claim or
+    prune of unknown outcome may hold any command row locked for ever after, which would
+    leave every later claim unjudged under the strict skip policy. So its pending call
+    is a write to one object (or a read).
+    """
+    p = ctx.params
+    k = p["crash"]
+    ctx.wait_event(f"crash{k}")
+    r = _crash_round(k, p["crash_cycles"], p["rounds"])
+    ctx.round = r
+    now = r * STEP
+    st = _State(f"x{k}", p["processes"], random.Random(p["seed"] * 7_000_003 + k))
+    ctx.record_calls = True
+    for c in logged_claim(ctx, now, LEASE, 3):
+        st.held[c.command_id] = now + LEASE  # held until the kill, then until the lease ends
+    ctx.set_event(f"busy{k}")
+    for _ in range(CRASH_CALLS):
+        _random_call(ctx, st, now, crashing=True)
+    ctx.wait_event("never")  # bounded by the deadline; the parent kills it first
+
+
+def _create_doomed(ctx: WorkerContext, st: _State) -> None:
     st.seq += 1
-    doomed = f"mix-done-{me}-{st.seq}"
+    doomed = f"mix-done-{st.me}-{st.seq}"
     out = ctx.call("create", {"task": doomed, "doomed": True}, partial(
-        ctx.store.create, task(doomed, status=TaskStatus.SUCCEEDED)))
+        ctx.store.create, task(doomed, status=TaskStatus.SUCCEEDED,
+                               created_at=at(100 + st.seq / 1000))))
     if out.ok:
         st.doomed.append(doomed)
 
 
-def _revive(ctx: WorkerContext, st: _State, rng: random.Random, me: str) -> None:
+def _revive(ctx: WorkerContext, st: _State) -> None:
     """Save one of our terminal tasks back to RUNNING, racing whoever prunes."""
-    doomed = st.doomed.pop(rng.randrange(len(st.doomed)))
-    snap = task(doomed, version=1, name=f"{me}-revive", status=TaskStatus.RUNNING)
-    out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
-                            "revive": True}, partial(ctx.store.save, snap, expect_version=0))
-    if out.ok:
-        st.revived.append(doomed)
+    doomed = st.doomed.pop(st.rng.randrange(len(st.doomed)))
+    seq = int(doomed.rsplit("-", 1)[1])
+    snap = task(doomed, version=1, name=f"{st.me}-revive", status=TaskStatus.RUNNING,
+                created_at=at(100 + seq / 1000))
+    ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
+                      "revive": True}, partial(ctx.store.save, snap, expect_version=0))
 
 
 def _supervised(index: int, n: int) -> list[str]:
@@ -131,15 +206,14 @@ def _supervised(index: int, n: int) -> list[str]:
     return [t for i, t in enumerate(TASKS) if _lease_writer(i, n) == index]
 
 
-def _renew(ctx: WorkerContext, st: _State, tid: str, me: str) -> None:
+def _renew(ctx: WorkerContext, st: _State, tid: str) -> None:
     st.seq += 1
     ctx.call("touch", {"task": tid, "lease": st.seq}, partial(
-        ctx.store.touch, tid, lease_owner=me, lease_until=at(LEASE_BASE + st.seq),
-        progress=Progress(done=st.seq, message=me)))
+        ctx.store.touch, tid, lease_owner=st.me, lease_until=at(LEASE_BASE + st.seq),
+        progress=Progress(done=st.seq, message=st.me)))
 
 
-def _read_and_save(ctx: WorkerContext, st: _State, rng: random.Random, tid: str,
-                   me: str) -> None:
+def _read_and_save(ctx: WorkerContext, st: _State, tid: str) -> None:
     """What a controller does: read, compare-and-set (no lease in its snapshot), then
     write the transition through."""
     s = ctx.store
@@ -147,9 +221,9 @@ def _read_and_save(ctx: WorkerContext, st: _State, rng: random.Random, tid: str,
     if not got.ok or got.value is None:
         return
     v = got.value.status_version
-    new = v + rng.choice((1, 1, 2))
-    snap = task(tid, version=new, name=f"{me}-s{st.seq}", status=_CYCLE[new % 2],
-                lease_owner=None, lease_until=None)
+    new = v + st.rng.choice((1, 1, 2))
+    st.seq += 1
+    snap = _key(tid, version=new, name=f"{st.me}-s{st.seq}")
     out = ctx.call("save", {"task": tid, "expect": v, "new": new, "name": snap.name},
                    partial(s.save, snap, expect_version=v))
     if out.ok:
@@ -157,413 +231,236 @@ def _read_and_save(ctx: WorkerContext, st: _State, rng: random.Random, tid: str,
                  partial(s.append, transition(tid, new)))
 
 
-def _opening_collision(ctx: WorkerContext, st: _State, r: int, n: int, me: str) -> None:
+def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
     """Right after the barrier: one worker prunes while the others revive their terminal
-    tasks, and everybody replays one transition and claims -- the collisions a random mix
-    makes too rarely to count on."""
-    rng = random.Random(r * 31 + ctx.index)
+    tasks, and everybody replays one transition, saves the task the next worker
+    supervises while that worker renews its lease, and claims -- the collisions a random
+    mix makes too rarely to count on."""
+    n = st.n
     if ctx.index == r % n:
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda x: x)
     else:
         for _ in range(min(2, len(st.doomed))):
-            _revive(ctx, st, rng, me)
+            _revive(ctx, st)
     tid = TASKS[r % len(TASKS)]
     ctx.call("append", {"task": tid, "version": 1000 + r, "replay": True},
              partial(ctx.store.append, transition(tid, 1000 + r)))
-    # Save the task the next worker supervises while that worker renews its lease.
-    _read_and_save(ctx, st, rng, TASKS[(ctx.index + 1) % n % len(TASKS)], me)
+    _read_and_save(ctx, st, TASKS[(ctx.index + 1) % n % len(TASKS)])
     for own in _supervised(ctx.index, n):
-        _renew(ctx, st, own, me)
+        _renew(ctx, st, own)
     for c in logged_claim(ctx, r * STEP, LEASE, 1 + (r + ctx.index) % 2):
         st.held[c.command_id] = r * STEP + LEASE
 
 
-def _random_call(ctx: WorkerContext, rng: random.Random, st: _State, now: float, me: str,
-                 n: int) -> None:
+def _random_query(rng: random.Random, me: str) -> TaskQuery | None:
+    pick = rng.randrange(8)
+    limit = rng.choice((None, None, 1, 2, 3))
+    newest = rng.random() < 0.3
+    if pick == 0:
+        return None
+    if pick == 1:
+        return TaskQuery(statuses=frozenset({rng.choice(_CYCLE)}), limit=limit,
+                         newest_first=newest)
+    if pick == 2:
+        return TaskQuery(name_prefix=f"{me}-", limit=limit, newest_first=newest)
+    if pick == 3:
+        return TaskQuery(buckets=frozenset(rng.sample(range(3), rng.randint(1, 2))),
+                         limit=limit, newest_first=newest)
+    if pick == 4:
+        return TaskQuery(tag=rng.choice(("even", "odd")), limit=limit, newest_first=newest)
+    if pick == 5:
+        return TaskQuery(statuses=frozenset({TaskStatus.SUCCEEDED}), limit=limit)
+    return TaskQuery(limit=rng.randint(1, 4), newest_first=newest)
+
+
+def _random_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
+    """One random call of the 14 (a crashing worker: no claim and no prune)."""
     s = ctx.store
-    k = rng.randrange(len(TASKS))
-    tid = TASKS[k]
+    rng = st.rng
+    st.seq += 1
+    tid = TASKS[rng.randrange(len(TASKS))]
     held = st.held
-    for cid in [c for c, until in held.items() if until <= now]:
-        del held[cid]  # the lease is over: someone else may hold it now
+    if not crashing:
+        for cid in [c for c, until in held.items() if until <= now]:
+            del held[cid]  # the lease is over: someone else may hold it now
     pick = rng.random()
-    if pick < 0.22:
-        _read_and_save(ctx, st, rng, tid, me)
-    elif pick < 0.30:  # a replay of some earlier transition
+    if pick < 0.20:
+        _read_and_save(ctx, st, tid)
+    elif pick < 0.26:  # a replay of some earlier transition (always the same content)
         v = rng.randrange(1, 8)
         ctx.call("append", {"task": tid, "version": v, "replay": True},
                  partial(s.append, transition(tid, v)))
-    elif pick < 0.42:
-        mine = _supervised(ctx.index, n)
+    elif pick < 0.38:
+        mine = [] if crashing else _supervised(ctx.index, st.n)
         if mine and rng.random() < 0.6:
-            _renew(ctx, st, rng.choice(mine), me)
-        else:
-            ctx.call("touch", {"task": tid}, partial(s.touch, tid, heartbeat_at=at(now)))
+            _renew(ctx, st, rng.choice(mine))
+        else:  # the side path: progress, heartbeat, or both; never the lease
+            fields: dict[str, Any] = {}
+            if rng.random() < 0.6:
+                fields["heartbeat_at"] = at(now + st.seq / 1000)
+            if not fields or rng.random() < 0.5:
+                fields["progress"] = Progress(done=st.seq, total=1000, message=st.me)
+            target = tid if rng.random() < 0.9 or not st.doomed else rng.choice(st.doomed)
+            ctx.call("touch", {"task": target}, partial(s.touch, target, **fields))
+    elif pick < 0.44:
+        since = rng.choice((0, 0, 2, 5))
+        ctx.call("history", {"task": tid, "since": since},
+                 partial(s.history, tid, since_version=since), summarize=transitions_summary)
     elif pick < 0.50:
-        ctx.call("history", {"task": tid}, partial(s.history, tid, since_version=0),
-                 summarize=transitions_summary)
-    elif pick < 0.54:
-        ctx.call("query", {}, partial(s.query), summarize=lambda ts: len(ts))
-    elif pick < 0.57:
+        ctx.call("query", {}, partial(s.query, _random_query(rng, st.me)),
+                 summarize=lambda ts: len(ts))
+    elif pick < 0.53:
         ctx.call("counts", {}, s.counts, summarize=lambda c: sum(c.values()))
-    elif pick < 0.67:
+    elif pick < 0.63:
         shared = rng.random() < 0.3
-        cid = f"mix-dup-r{ctx.round}" if shared else f"mix-c-{me}-{st.seq}"
+        cid = f"mix-dup-r{ctx.round}" if shared else f"mix-c-{st.me}-{st.seq}"
         ctx.call("submit", {"id": cid, "shared": shared},
                  partial(s.submit_command, command(cid, tid, now + st.seq / 1000)))
-    elif pick < 0.80:
+    elif pick < 0.75 and not crashing:
         for c in logged_claim(ctx, now, LEASE, rng.randint(1, 3)):
             until = c.lease_until
             held[c.command_id] = now if until is None else (until - BASE).total_seconds()
-    elif pick < 0.92 and held:
-        cid = rng.choice(sorted(held))
-        del held[cid]
+    elif pick < 0.86 and (held or st.finished):
+        if held and (rng.random() < 0.9 or not st.finished):
+            cid = rng.choice(sorted(held))
+            del held[cid]
+        else:  # again: a no-op on a finished command (COMPLETE-IDEMPOTENT, -FINISHED-NOOP)
+            cid = rng.choice(st.finished)
+        st.finished.append(cid)
         if rng.random() < 0.6:
             ctx.call("complete", {"id": cid}, partial(s.complete_command, cid, now=at(now),
                                                       outcome="ok"), now=at(now))
         else:
             ctx.call("release", {"id": cid}, partial(s.release_command, cid, now=at(now)),
                      now=at(now))
-    elif pick < 0.94:  # a plain read (a cache that outlives other processes' writes)
-        ctx.call("get", {"task": tid}, partial(s.get, tid), summarize=snapshot_summary)
-    elif pick < 0.97 and st.doomed:
-        _revive(ctx, st, rng, me)
-    else:
+    elif pick < 0.90:  # a plain read (a cache that outlives other processes' writes)
+        target = tid if rng.random() < 0.8 or not st.doomed else rng.choice(st.doomed)
+        ctx.call("get", {"task": target}, partial(s.get, target), summarize=snapshot_summary)
+    elif pick < 0.95 and st.doomed:
+        _revive(ctx, st)
+    elif pick < 0.97:
+        _create_doomed(ctx, st)
+    elif not crashing:
         keep = rng.randrange(3)
         ctx.call("prune", {"keep_terminal": keep}, partial(s.prune, keep_terminal=keep),
                  summarize=lambda x: x)
 
 
-def _check_reads(ctx: WorkerContext, revived: Sequence[str], *, full: bool) -> None:
-    """Every worker reads the key tasks (its own view, caches included); one worker per
-    round (``full``) also reads the history, ``counts()`` and ``query()``."""
+def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> None:
+    """Three steps, a barrier apart. (1) Every worker reads the key tasks (its own view,
+    caches included) while nobody writes. (2) The round's checker alone reads their
+    history, ``counts()`` and ``query()``, claims every claimable command and releases
+    it -- a claim no other command call overlaps, so it must return every command that
+    is claimable (the strict skip policy) -- and saves one key task. (3) Every other
+    worker reads that task again: it must see the save (a private cache would not)."""
     s = ctx.store
-    for tid in revived:
-        ctx.call("get", {"task": tid, "check": True, "revived": True}, partial(s.get, tid),
-                 summarize=snapshot_summary)
+    now = r * STEP
+    probe = TASKS[r % len(TASKS)]
     for tid in TASKS:
         ctx.call("get", {"task": tid, "check": True}, partial(s.get, tid),
                  summarize=snapshot_summary)
-    if not full:
-        return
-    for tid in TASKS:
-        ctx.call("history", {"task": tid, "check": True}, partial(s.history, tid),
-                 summarize=transitions_summary)
-    ctx.call("counts", {"check": True}, s.counts,
-             summarize=lambda c: {st.value: n for st, n in c.items()})
-    ctx.call("query", {"check": True}, partial(s.query),
-             summarize=lambda ts: dict(Counter(t.status.value for t in ts)))
+    ctx.sync()
+    if checker:
+        for tid in TASKS:
+            ctx.call("history", {"task": tid, "check": True}, partial(s.history, tid),
+                     summarize=transitions_summary)
+        ctx.call("counts", {"check": True}, s.counts,
+                 summarize=lambda c: {st.value: n for st, n in c.items()})
+        ctx.call("query", {"check": True}, partial(s.query),
+                 summarize=lambda ts: len(ts))
+        for c in logged_claim(ctx, now, LEASE, 100_000):
+            ctx.call("release", {"id": c.command_id, "check": True},
+                     partial(s.release_command, c.command_id, now=at(now)), now=at(now))
+        _read_and_save(ctx, st, probe)
+    ctx.sync()
+    if not checker:
+        ctx.call("get", {"task": probe, "check": True}, partial(s.get, probe),
+                 summarize=snapshot_summary)
 
 
 # -- setup and run --------------------------------------------------------------------------
 
 def run(h: Harness) -> None:
-    """N workers, a seeded random mix of all 14 calls per round, then a read-only check."""
+    """N workers, a seeded random mix of all 14 calls per round, crashing workers killed
+    mid-call, then the history checked for linearizability."""
     n = h.profile.processes
-    rounds = h.profile.rounds
-    params = {"rounds": rounds, "seed": h.profile.seed, "processes": n}
-    logs = h.run([WorkerSpec(i, "mixer", _worker, params) for i in range(n)])
-    with h.store() as store:
-        left = list(store.claim_commands(now=at(rounds * STEP + 10 * LEASE),
-                                         lease_seconds=LEASE, limit=100_000))
-    judge(h, logs, commands_summary(left))
+    cycles = h.profile.crash_cycles
+    params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n,
+              "crash_cycles": cycles}
+    specs = [WorkerSpec(i, "mixer", _worker, params) for i in range(n)]
+    specs += [WorkerSpec(n + k, "crasher", _crasher, {**params, "crash": k})
+              for k in range(cycles)]
+    events = [f"crash{k}" for k in range(cycles)] + [f"busy{k}" for k in range(cycles)]
+    group = h.group(specs, barrier_parties=n, events=[*events, "never"])
+    group.start()
+    rng = random.Random(h.profile.seed)
+    for k in range(cycles):
+        if _await(h, group, f"busy{k}", n + k, range(n)):
+            time.sleep(rng.uniform(0.0, 0.05))  # the kill lands in the middle of its writes
+        group.kill(n + k)
+    judge(h, group.finish())
+
+
+def _await(h: Harness, group: Group, event: str, setter: int, others: Iterable[int]) -> bool:
+    """Wait for ``event`` from worker ``setter``; False once it, or every one of
+    ``others`` (who start it), has exited, or at the deadline."""
+    crowd = [group.procs[i] for i in others]
+    while h.remaining() > 0:
+        if group.events[event].wait(0.05):
+            return True
+        if not group.procs[setter].is_alive() or not any(p.is_alive() for p in crowd):
+            break
+    return bool(group.events[event].is_set())
 
 
 # -- the verdict ----------------------------------------------------------------------------
 
-def _slice(ops: Iterable[Op]) -> str:
-    """The log lines that show an anomaly, in real-time order of invocation."""
-    lines = []
-    for o in sorted(ops, key=lambda o: o.t_invoke):
-        end = ("pending" if o.pending else "ok" if o.ok else
-               f"raised {(o.error or {}).get('type')}")
-        shown = "" if not o.ok or o.value is None else f" -> {o.value}"
-        lines.append(f"    w{o.worker} #{o.seq} {o.describe()}: {end}{shown}")
-    return "\n" + "\n".join(lines)
-
-
-class _Judge:
-    def __init__(self, h: Harness, logs: Logs) -> None:
-        self.h, self.logs = h, logs
-        self.seed = h.profile.seed
-
-    def flag(self, kind: str, message: str, ops: Sequence[Op], **evidence: Any) -> None:
-        self.h.anomaly(kind, f"(seed {self.seed}) {message}{_slice(ops)}", seed=self.seed,
-                       ops=[(o.worker, o.seq) for o in ops], **evidence)
-
-    # -- tasks ------------------------------------------------------------------------------
-    def creates(self) -> None:
-        for tid in TASKS:
-            won = [o for o in self.logs.done("create") if o.detail.get("task") == tid and o.ok]
-            if len(won) != 1:
-                self.flag("create-once", f"task {tid!r} was created {len(won)} times; every "
-                          "worker tried once at the start, exactly one must succeed", won,
-                          task=tid)
-        shared = [o for o in self.logs.done("submit") if o.detail.get("shared") and o.ok]
-        by_id: dict[str, list[Op]] = defaultdict(list)
-        for o in shared:
-            by_id[o.detail["id"]].append(o)
-        for cid, ops in sorted(by_id.items()):
-            if len(ops) > 1:
-                self.flag("submit-once", f"command {cid!r} was submitted successfully "
-                          f"{len(ops)} times; a duplicate id must raise StoreError", ops,
-                          command=cid)
-
-    def chains(self) -> dict[str, list[Op]]:
-        """Per task the successful saves, checked to form one CAS chain from version 0."""
-        chains: dict[str, list[Op]] = {}
-        for tid in TASKS:
-            saves = sorted((o for o in self.logs.done("save") if o.ok
-                            and o.detail["task"] == tid and not o.detail.get("revive")),
-                           key=lambda o: o.detail["expect"])
-            chains[tid] = saves
-            version, prev = 0, None
-            for o in saves:
-                if o.detail["expect"] != version:
-                    same = prev is not None and prev.detail["expect"] == o.detail["expect"]
-                    kind = "lost-update" if same else "broken-chain"
-                    why = ("two saves succeeded from the same version" if same else
-                           f"no save or create left version {o.detail['expect']} (the chain "
-                           f"was at {version}): something else moved status_version")
-                    self.flag(kind, f"task {tid!r}: {why}", [x for x in (prev, o) if x],
-                              task=tid)
-                    break
-                version, prev = o.detail["new"], o
-        return chains
-
-    def lease_order(self) -> None:
-        """A read invoked after the lease writer's renewal returned shows it or a later one:
-        only that writer writes the lease, one renewal after the other."""
-        n = self.h.profile.processes
-        reported = 0
-        for k, tid in enumerate(TASKS):
-            lw = _lease_writer(k, n)
-            renewals = [o for o in self.logs.ops.get(lw, []) if o.op == "touch" and o.ok
-                        and "lease" in o.detail and o.detail["task"] == tid]
-            for op in self.logs.done("get"):
-                if reported >= 3 or not op.ok or op.value is None or op.detail["task"] != tid:
-                    continue
-                before = [o for o in renewals if (o.t_return or 0) < op.t_invoke]
-                if not before:
-                    continue
-                seen = offset(op.value["lease_until"])
-                floor = LEASE_BASE + before[-1].detail["lease"]
-                if seen is None or seen < floor:
-                    reported += 1
-                    self.flag("lease-lost", f"task {tid!r}: worker {op.worker} read lease "
-                              f"until {op.value['lease_until']} after its only lease writer's "
-                              "renewal quoted had returned: a save or touch wrote an older "
-                              "lease back", [before[-1], op], task=tid)
-
-    def check_phase(self, chains: dict[str, list[Op]]) -> None:
-        """Reads in a check phase must show every write acknowledged before it."""
-        n = self.h.profile.processes
-        touches = [o for o in self.logs.done("touch") if o.ok and "lease" in o.detail]
-        appended = [o for o in self.logs.done("append") if o.ok]
-        reported: Counter[str] = Counter()
-        for op in self.logs.all_ops():
-            if not op.detail.get("check") or not op.ok or op.round is None:
-                continue
-            r = op.round
-            if op.op == "get" and op.detail.get("revived"):
-                if op.value is None or op.value["v"] != 1:
-                    saved = [o for o in self.logs.ops.get(op.worker, []) if o.op == "save"
-                             and o.ok and o.detail["task"] == op.detail["task"]]
-                    self.flag("revived-task-pruned", f"task {op.detail['task']!r} was saved "
-                              f"back to RUNNING in round {r} and is "
-                              f"{'gone' if op.value is None else op.value} at the barrier: a "
-                              "prune deleted it after the save", [*saved, op],
-                              task=op.detail["task"], round=r)
-            elif op.op == "get":
-                tid = op.detail["task"]
-                k = TASKS.index(tid)
-                done = [o for o in chains[tid] if (o.round or 0) <= r]
-                want_v = done[-1].detail["new"] if done else 0
-                snap = op.value
-                stale = snap is None or snap["v"] != want_v or (
-                    bool(done) and snap["name"] != done[-1].detail["name"])
-                if stale and reported["stale"] < 3:
-                    reported["stale"] += 1
-                    self.flag("not-visible", f"task {tid!r} read in the check phase of "
-                              f"round {r} is {snap and (snap['v'], snap['name'])}; the "
-                              f"last acknowledged save wrote version {want_v}",
-                              [op, *done[-1:]], task=tid, round=r)
-                lw = _lease_writer(k, n)
-                mine = [o for o in touches if o.worker == lw and o.detail["task"] == tid
-                        and (o.round or 0) <= r]
-                if mine and snap is not None:
-                    want = LEASE_BASE + mine[-1].detail["lease"]
-                    if offset(snap["lease_until"]) != want and reported["lease"] < 3:
-                        reported["lease"] += 1
-                        self.flag("lease-lost", f"task {tid!r} read in the check phase of "
-                                  f"round {r} has lease {snap['lease_owner']!r} until "
-                                  f"{snap['lease_until']}; its only lease writer, worker {lw}, "
-                                  "last wrote the lease in the call quoted", [op, mine[-1]],
-                                  task=tid, round=r)
-            elif op.op == "history":
-                tid = op.detail["task"]
-                have = {row["v"] for row in op.value or []}
-                lost = [o for o in appended if o.detail["task"] == tid and (o.round or 0) <= r
-                        and not o.detail.get("replay") and o.detail["version"] not in have]
-                if lost and reported["history"] < 3:
-                    reported["history"] += 1
-                    self.flag("history-lost", f"task {tid!r}: history read in the check phase "
-                              f"of round {r} lacks acknowledged version(s) "
-                              f"{sorted({o.detail['version'] for o in lost})}",
-                              [op, *lost[:2]], task=tid, round=r)
-            elif op.op == "counts":
-                paired = next((q for q in self.logs.ops.get(op.worker, [])
-                               if q.op == "query" and q.round == r and q.detail.get("check")
-                               and q.ok), None)
-                if paired is None:
-                    continue
-                counts = {s: c for s, c in (op.value or {}).items() if c}
-                if counts != paired.value and reported["counts"] < 3:
-                    reported["counts"] += 1
-                    self.flag("counts-mismatch", f"round {r}: counts() {counts} but query() "
-                              f"holds {paired.value}, with nobody writing", [op, paired],
-                              round=r)
-
-    def history_rows(self) -> None:
-        first: dict[tuple[str, int], tuple[Op, dict[str, Any]]] = {}
-        reported = 0
-        for op in self.logs.done("history"):
-            if not op.ok or reported >= 3:
-                continue
-            tid = op.detail["task"]
-            versions = Counter(row["v"] for row in op.value or [])
-            dup = sorted(v for v, c in versions.items() if c > 1)
-            if dup:
-                reported += 1
-                self.flag("history-duplicated", f"task {tid!r}: one history read holds "
-                          f"several rows for version(s) {dup}", [op], task=tid)
-            for row in op.value or []:
-                seen = first.setdefault((tid, row["v"]), (op, row))
-                if seen[1] != row and reported < 3:
-                    reported += 1
-                    self.flag("history-changed", f"task {tid!r}: history row {row['v']} was "
-                              f"{seen[1]} and later {row}; a row never changes", [seen[0], op],
-                              task=tid, version=row["v"])
-
-    # -- commands ---------------------------------------------------------------------------
-    def commands(self, left: Sequence[dict[str, Any]]) -> None:
-        claims = [o for o in self.logs.done("claim") if o.ok]
-        ends: dict[tuple[str, int], list[Op]] = defaultdict(list)
-        for o in self.logs.all_ops():
-            if o.op in ("complete", "release") and not o.pending:
-                ends[(o.detail["id"], o.worker)].append(o)
-        holds: dict[str, list[tuple[Op, float, float, Op | None]]] = defaultdict(list)
-        for o in claims:
-            now = (o.round or 0) * STEP
-            for c in o.value or []:
-                until = offset(c["lease_until"])
-                if until is None or abs(until - (now + LEASE)) > 1e-6:
-                    self.flag("wrong-lease", f"command {c['id']!r} claimed at t+{now:g}s with "
-                              f"lease {LEASE:g}s got lease_until {c['lease_until']}", [o],
-                              command=c["id"])
-                    continue
-                end = next((e for e in ends.get((c["id"], o.worker), [])
-                            if e.t_invoke > (o.t_return or 0)), None)
-                holds[c["id"]].append((o, now, until, end))
-        reported = 0
-        for cid, hs in sorted(holds.items()):
-            for a, a_now, a_until, a_end in hs:
-                for b, b_now, _, _ in hs:
-                    if b is a or reported >= 3:
-                        continue
-                    if not (a_now <= b_now < a_until):
-                        continue
-                    end_t = a_end.t_invoke if a_end is not None else float("inf")
-                    if (a.t_return or 0) <= b.t_invoke and (b.t_return or 0) <= end_t:
-                        reported += 1
-                        self.flag("double-hold", f"command {cid!r} was claimed by worker "
-                                  f"{b.worker} at t+{b_now:g}s while worker {a.worker} held "
-                                  f"it (lease until t+{a_until:g}s, not yet released or "
-                                  "completed)", [x for x in (a, b, a_end) if x], command=cid)
-        completed = {o.detail["id"]: o for o in self.logs.done("complete") if o.ok}
-        for cid, done in sorted(completed.items()):
-            later = [b for b, *_ in holds.get(cid, []) if b.t_invoke > (done.t_return or 0)]
-            if later:
-                self.flag("claimed-after-complete", f"command {cid!r} was claimed again after "
-                          "its holder's completion returned", [done, later[0]], command=cid)
-        left_ids = {c["id"] for c in left}
-        for cid in sorted(left_ids & set(completed)):
-            self.flag("claimed-after-complete", f"command {cid!r} is claimable at the end "
-                      "though its holder completed it", [completed[cid]], command=cid)
-        self.released_claimable(claims, holds)
-        submitted = {o.detail["id"]: o for o in self.logs.done("submit") if o.ok}
-        claimed_ever = {cid for cid in holds}
-        for cid, sub in sorted(submitted.items()):
-            if cid not in completed and cid not in left_ids and reported < 6:
-                reported += 1
-                why = "was claimed and" if cid in claimed_ever else "was never"
-                self.flag("command-lost", f"command {cid!r} {why} never completed, yet a claim "
-                          "beyond every lease does not return it", [sub], command=cid)
-
-
-    def released_claimable(self, claims: Sequence[Op],
-                           holds: dict[str, list[tuple[Op, float, float, Op | None]]]) -> None:
-        """A released command is claimable at once -- judged only where no correct store
-        could have skipped it.
-
-        Interleaving assumption: a claim may legitimately skip a command that *any*
-        concurrent transaction holds locked at that instant (``SELECT ... FOR UPDATE SKIP
-        LOCKED``: another claim scanning it, a complete or a release of it), and under READ
-        COMMITTED it sees what was committed when its statement began. So a claim is a
-        witness only if it was invoked after the release returned and overlapped, in real
-        time, no other call that touches commands (claim, complete, release, submit) of any
-        worker; and only if it came back short of its limit, without the command, while
-        nobody claimed or completed the command between the release and that claim.
-        Everything else the log cannot decide is left alone (the cross-process mixed
-        workload is not the only check of RELEASE-NOT-COMPLETE).
-        """
-        reported = 0
-        touching = [o for o in self.logs.all_ops()
-                    if o.op in ("claim", "complete", "release", "submit")]
-        completes = list(self.logs.done("complete"))
-        for rel in self.logs.done("release"):
-            if not rel.ok or rel.t_return is None or reported >= 3:
-                continue
-            cid = rel.detail["id"]
-            after = sorted((c for c in claims if c.t_invoke > rel.t_return),
-                           key=lambda c: c.t_invoke)
-            if not after:
-                continue
-            first = after[0]
-            got = {c["id"] for c in first.value or []}
-            if cid in got or len(got) >= int(first.detail.get("limit", 0)):
-                continue
-            end = first.t_return or 0.0
-            concurrent = [o for o in touching if o is not first and o.t_invoke < end
-                          and (o.t_return is None or o.t_return > first.t_invoke)]
-            if concurrent:
-                continue  # a concurrent transaction may have held the row: a skip is allowed
-            taken = any(b is not first and (b.t_return or 0) > rel.t_invoke and b.t_invoke < end
-                        for b, *_ in holds.get(cid, []))
-            finished = any(o.detail["id"] == cid and o.t_invoke < end for o in completes)
-            if not taken and not finished:
-                reported += 1
-                self.flag("released-still-leased", f"command {cid!r} was released, and the "
-                          f"next claim (limit {first.detail.get('limit')}), which ran alone, "
-                          f"came back with only {len(got)} command(s) and without it, while "
-                          "no other call touched any command: release_command kept the lease",
-                          [rel, first], command=cid)
-
-
-def judge(h: Harness, logs: Logs, left: Sequence[dict[str, Any]]) -> None:
+def judge(h: Harness, logs: Logs) -> None:
+    """Errors a correct store does not raise here; then the linearizability verdict."""
+    seed = h.profile.seed
+    # Interleaving assumption: none -- a healthy store raises nothing here but a save's
+    # ConcurrencyConflict and StoreError for a duplicate create or submit id.
     report_errors(h, (o for o in logs.all_ops()
                       if o.op not in ("save", "create", "submit")))
     report_errors(h, logs.done("save"), conflict_ok=True)
     report_errors(h, (o for o in logs.all_ops() if o.op in ("create", "submit")
                       and not (o.error or {}).get("store_error")))
-    j = _Judge(h, logs)
-    j.creates()
-    chains = j.chains()
-    j.check_phase(chains)
-    j.lease_order()
-    j.history_rows()
-    j.commands(left)
+    verdict(h, logs, seed)
+
+
+def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int) -> None:
+    """The checker's verdict on the recorded history, as anomalies (a violation: FAIL)
+    or a reason it is NOT VERIFIED (the budget ran out first).
+
+    Interleaving assumption: none beyond the guide's -- the checker tries every order
+    real time allows, with the strict SKIP LOCKED policy for claims.
+    """
+    result = check(calls_from_logs(logs), skip=SKIP, budget=BUDGET)
+    unshown = [v for v in result.violations if not v.calls]
+    for v in result.violations:
+        if not v.calls:
+            continue
+        text = str(v)
+        body = text[len(f"[{v.kind}] "):] if text.startswith(f"[{v.kind}] ") else text
+        h.anomaly(v.kind, f"(seed {seed}) {body}",
+                  cites=[c.source for c in v.calls if c.source is not None],
+                  seed=seed, where=v.where)
+    if unshown:
+        names = ", ".join(v.where for v in unshown[:8])
+        more = f" and {len(unshown) - 8} more" if len(unshown) > 8 else ""
+        h.anomaly("not-linearizable", f"(seed {seed}) {len(unshown)} more object(s) whose "
+                  f"history cannot be linearized either (not minimised): {names}{more}",
+                  seed=seed, where=[v.where for v in unshown])
+    if result.verdict is Verdict.INCONCLUSIVE:
+        h.not_verified(
+            f"(seed {seed}) the linearizability checker ran out of its budget: "
+            f"{result.summary()}. Check the kept logs with a bigger one: python -m "
+            f"chongming_conformance.stress lincheck --skip {SKIP} --max-states "
+            f"{BUDGET.max_states * 10} --max-seconds {BUDGET.max_seconds * 10:g} LOGDIR")
+    h.stats.update(checker_verdict=result.verdict.value, checker_calls=result.calls,
+                   checker_partitions=result.partitions, checker_states=result.states,
+                   checker_seconds=round(result.seconds, 3))
 
 
 SCENARIO = register(Scenario(name="mixed_workload", clause="XP-MIXED-WORKLOAD",
