@@ -76,6 +76,9 @@ def test_harness_catches_the_broken_store(store: type[SqliteTaskStore], scenario
         f"{store.__name__} was caught, but not for its fault ({sorted(kinds)}):\n"
         + result.report())
     assert not result.errors, result.report()
+    # Each anomaly that names its fault quotes every worker's calls around the ones it cites.
+    named = [a for a in result.anomalies if a.kind in kinds]
+    assert named[0].cites and named[0].timeline and "»" in named[0].timeline, result.report()
 
 
 @pytest.mark.parametrize(("store", "scenario", "kinds", "contract"), CASES, ids=IDS)

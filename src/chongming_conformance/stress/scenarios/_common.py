@@ -40,7 +40,9 @@ def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -
     """Every store call that raised something it should not have.
 
     A busy lock or serialization failure gets the kind ``lock-contention`` and
-    the hint that fixes it; anything else is ``unexpected-error``.
+    the hint that fixes it; anything else is ``unexpected-error``. Interleaving
+    assumption: none -- a healthy store raises nothing but what the scenario allows
+    (the caller passes only the calls that must not raise), whatever runs beside it.
     """
     for op in ops:
         if op.pending or op.ok or (conflict_ok and op.conflict):
@@ -52,5 +54,5 @@ def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -
             kind,
             f"worker {op.worker}: {op.describe()} raised {error.get('type')}: "
             f"{error.get('message')}{hint}",
-            worker=op.worker, op=op.op, round=op.round, error=error,
+            cites=[op], worker=op.worker, op=op.op, round=op.round, error=error,
         )

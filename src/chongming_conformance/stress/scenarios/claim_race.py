@@ -6,6 +6,18 @@ The verdict rebuilds every hold's window on that clock -- from its claim to
 its release, completion or ``lease_until`` (exclusive) -- and flags two holds
 of one command that overlap, a wrong lease, a double completion, and commands
 left over or lost.
+
+Interleaving assumptions. Inside a phase the claims race in any order (and a
+``SKIP LOCKED`` claim may come back short, skipping rows another claim holds:
+nothing judges a claim for what it left out); the barrier orders the phases, so
+a hold that ended in phase B of round ``r`` (its release or completion returned)
+is over before round ``r+1``'s claims begin. A release or completion that raised
+may or may not have ended the hold, so it is taken as ended (nothing is judged
+on it but the error). At ``now == lease_until`` the lease may hold or not
+(CLAIM-LEASE-BOUNDARY is a SHOULD): a hold's window ends before it. The drain at
+the end is one worker's alone, after a barrier -- concurrent claims could each
+skip rows the others hold locked and stop early -- and the leftover claim, in the
+parent after every worker exited, is alone too.
 """
 
 from __future__ import annotations
@@ -63,6 +75,9 @@ def _consumer(ctx: WorkerContext) -> None:
             # else: keep holding into the next round
     ctx.round = rounds
     ctx.sync()  # drain: every lease from the rounds has expired at this instant
+    if ctx.index != 0:
+        return  # one worker drains alone: a claim that overlaps none comes back short
+        # only when nothing is left (SKIP LOCKED skips rows concurrent claims hold)
     drain_s = p["drain_at"]
     for _ in range(p["commands"] + 2):
         got = logged_claim(ctx, drain_s, lease, limit)
@@ -103,8 +118,10 @@ class _Hold:
     start: tuple[int, int]  # (round, phase): phase 0 = claim, 1 = complete/release
     start_s: float
     until_s: float | None
+    claim: Op
     end: tuple[int, int] | None = None
     end_how: str = "lease expiry"
+    ended_by: Op | None = None
 
     def covers(self, key: tuple[int, int], now_s: float) -> bool:
         if key < self.start:
@@ -131,30 +148,34 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
     open_holds: dict[tuple[str, int], _Hold] = {}
     completes: dict[str, list[Op]] = defaultdict(list)
     for op in logs.all_ops():  # per worker, in call order: pairs each end with its claim
-        if not op.ok:
+        if op.pending:
             continue
         r = op.round or 0
-        if op.op == "claim":
+        if op.op == "claim" and op.ok:
             now_s = _round_now(params, r)
             for c in op.value or []:
                 until = offset(c["lease_until"])
                 if until is None or abs(until - (now_s + lease)) > 1e-6:
+                    # Any interleaving: a claim sets lease_until = now + lease_seconds.
                     h.anomaly(
                         "wrong-lease",
                         f"worker {op.worker} claimed {c['id']!r} at {when(now_s)} with "
                         f"lease_seconds={lease:g} but got lease_until {when(until)} "
                         f"(expected {when(now_s + lease)})",
-                        command=c["id"], worker=op.worker, round=r,
+                        cites=[op], command=c["id"], worker=op.worker, round=r,
                     )
-                hold = _Hold(c["id"], op.worker, (r, 0), now_s, until)
+                hold = _Hold(c["id"], op.worker, (r, 0), now_s, until, op)
                 holds[c["id"]].append(hold)
                 open_holds[(c["id"], op.worker)] = hold
         elif op.op in ("complete", "release"):
+            # A call that raised may have ended the hold too: taken as ended (its error is
+            # reported on its own), so no overlap is claimed after it.
             cid = op.detail["id"]
             ended = open_holds.pop((cid, op.worker), None)
             if ended is not None and ended.end is None:
-                ended.end, ended.end_how = (r, 1), op.op
-            if op.op == "complete":
+                ended.end, ended.ended_by = (r, 1), op
+                ended.end_how = op.op if op.ok else f"{op.op} (raised)"
+            if op.op == "complete" and op.ok:
                 completes[cid].append(op)
     for cid, hs in sorted(holds.items()):
         found = 0
@@ -163,32 +184,50 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
                 first, second = (a, b) if a.start <= b.start else (b, a)
                 if first.covers(second.start, second.start_s) and found < 3:
                     found += 1
+                    # The first hold had neither ended (a release or completion that
+                    # returned, or raised) before the second claim's phase, nor reached
+                    # lease_until at its now.
                     h.anomaly(
                         "double-hold",
                         f"command {cid!r} was held by two consumers at "
                         f"{when(second.start_s)}: {first.window()}; {second.window()}",
+                        cites=[x for x in (first.claim, second.claim, first.ended_by)
+                               if x is not None],
                         command=cid, workers=[first.worker, second.worker],
                         windows=[[first.start_s, first.until_s], [second.start_s,
                                                                   second.until_s]],
                     )
     for cid, ops in sorted(completes.items()):
         if len(ops) > 1:
+            # A consumer completes only what it holds under an unexpired lease: two
+            # completions mean two holds, whatever the interleaving.
             h.anomaly(
                 "completed-twice",
                 f"command {cid!r} was completed {len(ops)} times, by workers "
                 f"{[o.worker for o in ops]} in rounds {[o.round for o in ops]}",
+                cites=[*ops, *(x.claim for x in holds.get(cid, []))][:6],
                 command=cid, workers=[o.worker for o in ops],
             )
     left = {c.command_id for c in leftover}
+    ends = [o for o in logs.all_ops() if o.op in ("complete", "release")]
     for cid in ids:
+        about = [x.claim for x in holds.get(cid, [])] + [
+            o for o in ends if o.detail.get("id") == cid]
         if cid in left:
+            # The parent's claim beyond every lease runs alone, after every worker exited.
+            tried = ("" if any(o.detail.get("id") == cid and o.op == "complete" for o in ends)
+                     else ", and no consumer's complete of it was ever called")
             h.anomaly("not-completed",
-                      f"command {cid!r} is still claimable after every consumer drained the "
-                      "store: nobody completed it", command=cid)
-        elif cid not in completes:
+                      f"command {cid!r} is still claimable after worker 0 drained the store "
+                      f"alone and every worker exited{tried}", cites=about[-4:], command=cid)
+        elif cid not in completes and not any(
+                o.detail.get("id") == cid and o.op == "complete" for o in ends):
+            # Nothing but a completion finishes a command; none of it was even called (one
+            # that raised may have finished it).
             h.anomaly("lost",
-                      f"command {cid!r} was never completed by any consumer, yet is no longer "
-                      "claimable (finished or dropped by the store)", command=cid)
+                      f"command {cid!r} was never completed by any consumer (no complete of it "
+                      "was called), yet a claim beyond every lease, alone, does not return it",
+                      cites=about[-4:], command=cid)
 
 
 SCENARIO = register(Scenario(name="claim_race", clause="XP-CLAIM-EXCLUSIVE", rule="claim_race",

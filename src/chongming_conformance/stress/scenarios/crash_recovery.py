@@ -8,13 +8,23 @@ holder was told had succeeded survived the kill. Exactly *at* ``lease_until`` a
 claim may or may not take a command (the guide does not fix whether a lease is
 over at that instant: CLAIM-LEASE-BOUNDARY is a SHOULD), so that probe's claims
 are released, never judged.
+
+Interleaving assumptions. The probes are a barrier apart, and each probe's claims
+release (or complete) what they took before the next barrier, so no hold crosses
+a probe. Inside a probe the survivors' claims race: a ``SKIP LOCKED`` claim may
+skip rows another claim holds, so "not claimable after lease_until" is judged on
+every final probe together, and the last one is one survivor's alone -- after the
+kill, nothing but a dead holder's lingering transaction could still hold a row,
+and the earlier probes gave the server time to drop it. The holder's claim runs
+alone (the survivors wait for the kill). A write of the holder that never
+returned may or may not have landed: only acknowledged writes are judged.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
@@ -22,7 +32,7 @@ from typing import Any
 
 from ...model import Progress, TaskSnapshot, Transition
 from ..harness import Harness, WorkerContext, WorkerSpec
-from ..log import Logs
+from ..log import Logs, Op
 from ..records import at, command, offset, task, transition
 from ._common import logged_claim, report_errors, when
 from ._registry import Scenario, register
@@ -63,6 +73,9 @@ def _survivor(ctx: WorkerContext) -> None:
         now = at(p["t0"]) + timedelta(microseconds=micros)
         last = micros > p["lease_us"]
         ctx.sync()
+        if r == len(probes) - 1 and ctx.index != 1:
+            ctx.sync()  # the last probe is worker 1's alone: no concurrent claim skips rows
+            continue
         for c in logged_claim(ctx, now, 5.0, 100_000):
             op = ctx.store.complete_command if last else ctx.store.release_command
             ctx.call("complete" if last else "release", {"id": c.command_id},
@@ -87,7 +100,7 @@ def run(h: Harness) -> None:
                   "lease_us": lease_us,
                   # One probe at lease_until (either answer is allowed), then three just
                   # after it: a server may need a moment to drop the killed holder's locks
-                  # (SKIP LOCKED skips them meanwhile).
+                  # (SKIP LOCKED skips them meanwhile); the last is one survivor's alone.
                   "probes_us": [0, lease_us // 2, lease_us - 1, lease_us, lease_us + 1,
                                 lease_us + 1, lease_us + 1]}
         with h.store() as store:
@@ -126,20 +139,23 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
     report_errors(h, (o for w, ops in logs.ops.items() if w != 0 for o in ops))
     if not claims or not claims[0].ok:
         h.anomaly("holder-claim", "the holder's claim failed or never returned; nothing to "
-                  "check", commands=list(ids))
+                  "check", cites=claims[:1], commands=list(ids))
         return
-    held = {c["id"]: offset(c["lease_until"]) for c in claims[0].value or []}
+    claim = claims[0]
+    held = {c["id"]: offset(c["lease_until"]) for c in claim.value or []}
     if set(held) != set(ids):
+        # The holder claims alone (the survivors wait for the kill), every command free.
         h.anomaly("holder-claim",
                   f"the holder claimed {sorted(held)} at {when(t0)} with limit={len(ids)}, "
-                  f"expected all of {sorted(ids)}", held=sorted(held))
+                  f"alone, when all of {sorted(ids)} were free", cites=[claim],
+                  held=sorted(held))
     for cid, until in held.items():
         if until is None or abs(until - (t0 + lease)) > 1e-6:
             h.anomaly("wrong-lease", f"the holder got {cid!r} with lease_until {when(until)}, "
-                      f"expected {when(t0 + lease)}", command=cid)
+                      f"expected {when(t0 + lease)}", cites=[claim], command=cid)
     final_rounds = {r for r, us in enumerate(params["probes_us"]) if us > params["lease_us"]}
     boundary_rounds = {r for r, us in enumerate(params["probes_us"]) if us == params["lease_us"]}
-    final_claims: Counter[str] = Counter()
+    final_claims: dict[str, list[Op]] = defaultdict(list)
     for op in logs.done("claim"):
         if op.worker == 0 or not op.ok:
             continue
@@ -147,47 +163,64 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
         for c in op.value or []:
             cid = c["id"]
             if op.round in final_rounds:
-                final_claims[cid] += 1
+                final_claims[cid].append(op)
             elif op.round in boundary_rounds:
                 continue  # at lease_until either answer is allowed (and it was released)
             elif cid in held:
+                # Before lease_until the killed holder's lease holds, whatever the order.
                 h.anomaly(
                     "claimed-before-expiry",
                     f"command {cid!r}, leased by the killed worker 0 until "
                     f"{when(held[cid])}, was claimed by worker {op.worker} at {when(now_s)}",
-                    command=cid, worker=op.worker, now=now_s, lease_until=held[cid],
+                    cites=[claim, op], command=cid, worker=op.worker, now=now_s,
+                    lease_until=held[cid],
                 )
+    final = [o for o in logs.all_ops() if o.op == "claim" and o.round in final_rounds]
+    solo = [o for o in final if o.round == max(final_rounds)]
     expiry = t0 + lease
     for cid in held:
-        if final_claims[cid] == 0:
+        got = final_claims.get(cid, [])
+        if not got:
+            # Judged on all final probes together; the last is one survivor's alone.
             h.anomaly("stuck-after-expiry",
-                      f"command {cid!r} of the killed worker 0 was not claimable after its "
-                      f"lease_until {when(expiry)}", command=cid)
-        elif final_claims[cid] > 1:
-            h.anomaly("double-hold", f"command {cid!r} was claimed by {final_claims[cid]} "
-                      f"survivors at {when(expiry)}", command=cid)
-    acked = [o.detail["id"] for o in holder if o.op == "submit" and o.ok]
-    for cid in acked:
-        if final_claims[cid] == 0:
+                      f"command {cid!r} of the killed worker 0 (lease until {when(expiry)}) "
+                      f"was returned by none of the {len(final)} claims after its lease_until, "
+                      "the last of them alone", cites=[claim, *solo], command=cid)
+        elif len(got) > 1:
+            # Each final claim completes what it took: a second one reclaimed it.
+            h.anomaly("double-hold", f"command {cid!r} was returned by {len(got)} claims after "
+                      f"its lease_until {when(expiry)}, though the first one's claimer "
+                      "completed it", cites=got[:3], command=cid)
+    acked = [o for o in holder if o.op == "submit" and o.ok]
+    for sub in acked:
+        cid = sub.detail["id"]
+        got = final_claims.get(cid, [])
+        if not got:
             h.anomaly("lost-write",
                       f"command {cid!r}, acknowledged to worker 0 before it was killed, was "
-                      f"not claimable at {when(expiry)}: the acknowledged submit was lost",
-                      command=cid)
-        elif final_claims[cid] > 1:
-            h.anomaly("double-hold", f"command {cid!r} was claimed by {final_claims[cid]} "
-                      f"survivors at {when(expiry)}", command=cid)
+                      f"returned by none of the {len(final)} claims after {when(expiry)}: the "
+                      "acknowledged submit was lost", cites=[sub, *solo], command=cid)
+        elif len(got) > 1:
+            h.anomaly("double-hold", f"command {cid!r} was returned by {len(got)} claims after "
+                      f"{when(expiry)}, though the first one's claimer completed it",
+                      cites=got[:3], command=cid)
     versions = {t.version for t in history}
-    lost = [o.detail["version"] for o in holder
+    lost = [o for o in holder
             if o.op == "append" and o.ok and o.detail["version"] not in versions]
     if lost:
-        h.anomaly("lost-write", f"history versions {lost[:5]} of {params['busy']!r}, "
-                  "acknowledged before the kill, are missing", versions=lost[:20])
-    touched = [o.detail["done"] for o in holder if o.op == "touch"]
-    acked_touch = [o.detail["done"] for o in holder if o.op == "touch" and o.ok]
+        h.anomaly("lost-write", f"history versions {[o.detail['version'] for o in lost][:5]} of "
+                  f"{params['busy']!r}, acknowledged before the kill, are missing",
+                  cites=lost[:3], versions=[o.detail["version"] for o in lost][:20])
+    touches = [o for o in holder if o.op == "touch"]
+    acked_touch = [o for o in touches if o.ok]
     done = None if busy is None or busy.progress is None else busy.progress.done
-    if acked_touch and (done is None or done < max(acked_touch) or done > max(touched)):
+    if acked_touch and (done is None or done < acked_touch[-1].detail["done"]
+                        or done > max(o.detail["done"] for o in touches)):
+        # Only the holder touches: at least its last acknowledged touch, at most its last
+        # attempted one (a touch that never returned may have landed).
         h.anomaly("lost-write", f"task {params['busy']!r} has progress {done}; the last "
-                  f"acknowledged touch wrote {max(acked_touch)}", progress=done)
+                  f"acknowledged touch wrote {acked_touch[-1].detail['done']}",
+                  cites=[acked_touch[-1], *touches[-1:]], progress=done)
 
 
 SCENARIO = register(Scenario(name="crash_recovery", clause="XP-CLAIM-CRASH-RECOVERY",

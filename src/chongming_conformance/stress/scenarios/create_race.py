@@ -5,6 +5,14 @@ few task ids and submit the same few command ids, each record named after
 its worker. The verdict: per id exactly one success, every other attempt
 raised ``StoreError``, and the stored task (or command) is the winner's --
 a check-then-insert-or-replace lets two "win" and keeps the later one.
+
+Interleaving assumptions: none inside a round -- whatever the order, the first
+create (submit) of an id to take effect makes every later one a duplicate. The
+stored records are read in the parent after every worker exited (a claim beyond
+every lease, alone, returns every command). An attempt that raised something
+other than ``StoreError`` (or never returned) may or may not have stored its
+record: "none succeeded" and "the stored record is not the winner's" are then
+not judged.
 """
 
 from __future__ import annotations
@@ -79,40 +87,48 @@ def judge(h: Harness, logs: Logs, tasks: Mapping[str, TaskSnapshot],
     for what, op_name, stored_by in (
             ("task", "create", {k: v.name for k, v in tasks.items()}),
             ("command", "submit", {k: v.issued_by for k, v in commands.items()})):
-        for rid, ops in sorted(_winners(list(logs.done(op_name))).items()):
+        attempts = [o for o in logs.all_ops() if o.op == op_name]
+        for rid, ops in sorted(_winners(attempts).items()):
             won = [o for o in ops if o.ok]
+            refused = [o for o in ops if not o.pending and not o.ok
+                       and (o.error or {}).get("store_error")]
             for o in ops:
-                if not o.ok and not (o.error or {}).get("store_error"):
+                if not o.pending and not o.ok and not (o.error or {}).get("store_error"):
                     report_errors(h, [o])
+            # Every attempt returned: a success, or StoreError (a duplicate).
+            settled = len(won) + len(refused) == len(ops)
             if len(won) > 1:
+                # Any order: the first to take effect makes the others duplicates.
                 h.anomaly(
                     f"{op_name}-twice",
                     f"{what} {rid!r}: workers {[o.worker for o in won]} all succeeded at "
                     f"{op_name} in round {won[0].round}; exactly one may, the others must raise "
                     "StoreError (check and insert are not one step, or the insert replaces)",
-                    id=rid, workers=[o.worker for o in won], round=won[0].round,
+                    cites=won, id=rid, workers=[o.worker for o in won], round=won[0].round,
                 )
-            elif not won and len(ops) == h.profile.processes:
+            elif not won and settled and len(ops) == h.profile.processes:
                 h.anomaly(
                     f"{op_name}-none",
-                    f"{what} {rid!r}: all {len(ops)} attempts to {op_name} it raised; exactly "
-                    "one must succeed", id=rid, round=ops[0].round,
+                    f"{what} {rid!r}: all {len(ops)} attempts to {op_name} it raised "
+                    "StoreError, though none had stored it before; exactly one must succeed",
+                    cites=ops, id=rid, round=ops[0].round,
                 )
             holder = stored_by.get(rid)
-            if won and holder not in {f"w{o.worker}" for o in won}:
+            if len(won) == 1 and settled and holder != f"w{won[0].worker}":
+                # The refused duplicates must have changed nothing.
                 h.anomaly(
                     f"{op_name}-overwritten",
                     f"{what} {rid!r} was {op_name}d by worker {won[0].worker} in round "
                     f"{won[0].round} (the others got StoreError), but the store holds the one "
                     f"written by {holder!r}: a refused duplicate replaced the winner's record",
-                    id=rid, winner=won[0].worker, stored=holder,
+                    cites=ops, id=rid, winner=won[0].worker, stored=holder,
                 )
             elif len(won) > 1:
                 h.anomaly(
                     f"{op_name}-overwritten",
                     f"{what} {rid!r}: the store holds {holder!r}'s record; the other "
                     f"acknowledged {op_name}s were silently replaced",
-                    id=rid, stored=holder,
+                    cites=won, id=rid, stored=holder,
                 )
 
 

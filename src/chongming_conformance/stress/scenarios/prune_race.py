@@ -8,6 +8,11 @@ task first (the save then conflicts with ``actual=None``) or the save wins
 (the prune must then leave the task alone). At the next barrier everyone
 reads every task of the round: a task whose save succeeded must still be
 there, RUNNING, at the saved version.
+
+Interleaving assumptions: none between the prune and the saves -- in any order,
+a save that succeeded found the task there and made it RUNNING, and a prune
+after it must leave a RUNNING task alone; before it, the save would have raised.
+The barrier puts the reads after every save and prune of the round returned.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from functools import partial
 
 from ...model import TaskSnapshot, TaskStatus
 from ..harness import Harness, WorkerContext, WorkerSpec
-from ..log import Logs
+from ..log import Logs, Op
 from ..records import snapshot_summary, task
 from ._common import report_errors
 from ._registry import Scenario, register
@@ -89,6 +94,10 @@ def judge(h: Harness, logs: Logs) -> None:
     report_errors(h, (o for o in logs.all_ops() if o.op != "save"))
     report_errors(h, logs.done("save"), conflict_ok=True)  # pruned first, or another won
     revived = {o.detail["task"]: o for o in logs.done("save") if o.ok}
+    prunes: dict[int | None, list[Op]] = {}
+    for o in logs.all_ops():
+        if o.op == "prune":
+            prunes.setdefault(o.round, []).append(o)
     flagged: set[str] = set()
     for op in logs.done("get"):
         tid = op.detail["task"]
@@ -104,7 +113,8 @@ def judge(h: Harness, logs: Logs) -> None:
                 f"in round {saved.round} while worker 0 pruned, and the save succeeded; at the "
                 f"barrier worker {op.worker} finds it {state}: prune tested the status and "
                 "deleted in separate steps",
-                task=tid, saver=saved.worker, reader=op.worker, round=saved.round,
+                cites=[saved, *prunes.get(saved.round, []), op], task=tid,
+                saver=saved.worker, reader=op.worker, round=saved.round,
             )
 
 

@@ -4,6 +4,13 @@ Every round one worker submits a command for every worker's task; the
 non-owners of worker 0's task claim and release it at once, then worker 0
 polls. The verdict: worker 0 receives each of its commands within
 ``POLL_BOUND`` polls of its submission (a correct store needs one).
+
+Interleaving assumptions. The non-owners' claims in phase A race each other (a
+``SKIP LOCKED`` claim may skip what another holds locked); each hands back what
+is not its own before the barrier. The owner's poll in phase B is alone -- no
+other call runs between those barriers -- so it must return every command that is
+claimable: its own, submitted and released by then. A command one of whose
+releases raised may still be leased: it is not judged (the error is).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from ..harness import Harness, WorkerContext, WorkerSpec
-from ..log import Logs
+from ..log import Logs, Op
 from ..records import at, command, task
 from ._common import logged_claim, report_errors
 from ._registry import Scenario, register
@@ -79,8 +86,8 @@ def run(h: Harness) -> None:
 def judge(h: Harness, logs: Logs, params: dict[str, Any], bound: int) -> None:
     report_errors(h, logs.all_ops())
     rounds = int(params["rounds"])
-    submitted = {o.detail["id"]: int(o.round or 0) for o in logs.done("submit")
-                 if o.ok and o.detail["task"] == "own-w0"}
+    submits = {o.detail["id"]: o for o in logs.done("submit")
+               if o.ok and o.detail["task"] == "own-w0"}
     owner_polls = sorted((o for o in logs.ops.get(0, []) if o.op == "claim" and o.ok),
                          key=lambda o: o.round or 0)
     received: dict[str, int] = {}
@@ -88,31 +95,42 @@ def judge(h: Harness, logs: Logs, params: dict[str, Any], bound: int) -> None:
         for c in op.value or []:
             received.setdefault(c["id"], int(op.round or 0))
     others: dict[str, list[str]] = defaultdict(list)
+    touched: dict[str, list[Op]] = defaultdict(list)
+    unsure: set[str] = set()
     for op in logs.all_ops():
-        if op.worker != 0 and op.ok and op.op in ("claim", "release"):
+        if op.worker == 0 or op.pending:
+            continue
+        if op.op == "release" and not op.ok:
+            unsure.add(op.detail["id"])  # may still be leased: not judged
+        if op.ok and op.op in ("claim", "release"):
             ids = [c["id"] for c in op.value or []] if op.op == "claim" else [op.detail["id"]]
             for cid in ids:
                 others[cid].append(f"{op.op} by worker {op.worker} in round {op.round}")
+                touched[cid].append(op)
     starved = 0
-    for cid, r in sorted(submitted.items()):
+    for cid, sub in sorted(submits.items()):
+        if cid in unsure:
+            continue
+        r = int(sub.round or 0)
         polls = [o for o in owner_polls if int(o.round or 0) >= r]
         got = received.get(cid)
         n = None if got is None else sum(1 for o in polls if int(o.round or 0) <= got)
         if (n is None and len(polls) >= bound) or (n is not None and n > bound):
             starved += 1
             if starved <= 5:
+                # The owner's polls run alone; each must return every claimable command.
                 h.anomaly(
                     "starved",
                     f"owner worker 0 did not receive command {cid!r} (submitted in round {r}) "
-                    f"within {bound} polls ("
+                    f"within {bound} polls, each run alone after the others had handed it back ("
                     + ("never received" if got is None else f"received at poll {n}")
                     + f"); meanwhile: {'; '.join(others[cid][:6]) or 'no other consumer'}",
-                    command=cid, submitted_round=r, received_round=got,
-                    others=others[cid][:10],
+                    cites=[sub, *touched[cid][-2:], *polls[:bound]], command=cid,
+                    submitted_round=r, received_round=got, others=others[cid][:10],
                 )
     if starved > 5:
         h.anomaly("starved", f"... and {starved - 5} more starved commands of worker 0 "
-                  f"(of {len(submitted)} submitted over {rounds} rounds)")
+                  f"(of {len(submits)} submitted over {rounds} rounds)")
 
 
 SCENARIO = register(Scenario(name="release_starvation", clause="XP-RELEASE-NO-STARVATION",

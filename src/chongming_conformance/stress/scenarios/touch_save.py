@@ -4,6 +4,12 @@ One saver (the only writer of ``status_version``) saves with a sentinel lease
 nobody else writes; the other workers touch progress, heartbeat and lease at
 full speed. The verdict: no save ever conflicts, no read shows the sentinel
 or a lost lease, and every version read is one a save wrote.
+
+Interleaving assumptions: none between touches and saves -- a touch never checks
+or changes the version and a save never writes the lease, so in every order the
+saver (the only writer of the version) meets no conflict, its read right after
+its own save shows that version, every read shows a version some save wrote
+(one that raised may have written it too) and a lease some create or touch wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 from ...codec import encode_dt
 from ...model import Progress
 from ..harness import Harness, WorkerContext, WorkerSpec
-from ..log import Logs
+from ..log import Logs, Op
 from ..records import at, snapshot_summary, task
 from ._common import report_errors
 from ._registry import Scenario, register
@@ -93,20 +99,25 @@ def run(h: Harness) -> None:
 
 def judge(h: Harness, logs: Logs, task_id: str, sentinel_owner: str,
           sentinel_until: datetime) -> None:
-    saves = list(logs.done("save"))
+    saves = [o for o in logs.all_ops() if o.op == "save"]
     report_errors(h, (o for o in logs.all_ops() if o.op != "save"))
-    saved = {0} | {int(o.detail["new"]) for o in saves if o.ok}
+    # Versions some save may have written: those that returned, and those that raised
+    # something other than a conflict or never returned (their effect is unknown).
+    saved = {0} | {int(o.detail["new"]) for o in saves if not o.conflict}
+    last_save: Op | None = None
     for op in saves:
         if op.conflict and op.error is not None:
+            # The saver is the only writer of the version: no order makes it conflict.
             h.anomaly(
                 "touch-conflict",
-                f"worker 0, the only writer of task {task_id!r}, got ConcurrencyConflict on "
-                f"{op.describe()} (store holds version {op.error.get('actual')}): a touch moved "
-                "status_version (or rewrote the row from a stale read)",
-                task=task_id, round=op.round, expect=op.detail["expect"],
+                f"worker 0, the only writer of task {task_id!r}'s version, got "
+                f"ConcurrencyConflict on {op.describe()} (store holds version "
+                f"{op.error.get('actual')}): something else moved status_version (or wrote "
+                "the row back from a stale read)",
+                cites=[op], task=task_id, round=op.round, expect=op.detail["expect"],
                 actual=op.error.get("actual"),
             )
-        elif not op.ok:
+        elif not op.ok and not op.pending:
             report_errors(h, [op])
     # The saver is the only writer of the version: its read right after a successful
     # save must show exactly that version.
@@ -114,17 +125,20 @@ def judge(h: Harness, logs: Logs, task_id: str, sentinel_owner: str,
     for op in logs.ops.get(0, []):
         if op.op == "save" and not op.pending:
             last_saved = int(op.detail["new"]) if op.ok else None
+            last_save = op
         elif op.op == "get" and op.ok and op.value is not None and last_saved is not None:
             if op.value["v"] != last_saved:
                 h.anomaly(
                     "version-moved",
                     f"worker 0 saved task {task_id!r} at version {last_saved} in round "
-                    f"{op.round}, and its next read shows version {op.value['v']}: a "
-                    "concurrent touch changed (or rewrote) status_version",
-                    task=task_id, round=op.round, saved=last_saved, read=op.value["v"],
+                    f"{op.round}, and its next read shows version {op.value['v']}: something "
+                    "else changed (or rewrote) status_version in between",
+                    cites=[x for x in (last_save, op) if x is not None], task=task_id,
+                    round=op.round, saved=last_saved, read=op.value["v"],
                 )
             last_saved = None
     clobber_seen = 0
+    moved_seen = 0
     sentinel_iso = encode_dt(sentinel_until)
     for op in logs.done("get"):
         snap = op.value if op.ok else None
@@ -133,20 +147,23 @@ def judge(h: Harness, logs: Logs, task_id: str, sentinel_owner: str,
         if (snap["lease_owner"] in (sentinel_owner, None) or snap["lease_until"] in
                 (sentinel_iso, None)) and clobber_seen < 5:
             clobber_seen += 1
+            # Any order: only the create and the touches write the lease, never None.
             h.anomaly(
                 "lease-clobbered",
                 f"worker {op.worker} read task {task_id!r} with lease "
                 f"({snap['lease_owner']!r}, {snap['lease_until']}) in round {op.round}; only "
-                "create and touch write the lease, and save's snapshot carried "
-                f"({sentinel_owner!r}, {sentinel_iso}): save wrote the lease columns",
-                task=task_id, worker=op.worker, round=op.round, lease_owner=snap["lease_owner"],
+                "create and touch write the lease, never that value, and save's snapshot "
+                f"carried ({sentinel_owner!r}, {sentinel_iso}): save wrote the lease columns",
+                cites=[op], task=task_id, worker=op.worker, round=op.round,
+                lease_owner=snap["lease_owner"],
             )
-        if snap["v"] not in saved:
+        if snap["v"] not in saved and moved_seen < 5:
+            moved_seen += 1
             h.anomaly(
                 "version-moved",
                 f"worker {op.worker} read task {task_id!r} at status_version {snap['v']}, "
                 f"which no save wrote (saved: {sorted(saved)[-3:]}...): a touch moved it",
-                task=task_id, worker=op.worker, version=snap["v"],
+                cites=[op], task=task_id, worker=op.worker, version=snap["v"],
             )
 
 

@@ -5,6 +5,10 @@ naming the round. At the barrier the other workers read the task and must
 see exactly that touch. A touch kept in an open transaction until the
 process's next write is invisible to them (and holds the row lock); this
 scenario gives the toucher no other write, so nothing commits it by luck.
+
+Interleaving assumptions: none -- the readers read between two barriers, after
+the round's touch returned and before the next one is called, with nobody
+writing. Only rounds whose touch returned are judged.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def run(h: Harness) -> None:
 
 def judge(h: Harness, logs: Logs) -> None:
     report_errors(h, logs.all_ops())
-    touched = {o.round for o in logs.done("touch") if o.ok}
+    touched = {o.round: o for o in logs.done("touch") if o.ok}
     shown = 0
     for op in logs.done("get"):
         if not op.ok or op.round is None or op.round not in touched or shown >= 5:
@@ -78,7 +82,8 @@ def judge(h: Harness, logs: Logs) -> None:
                 f"worker {op.worker} read task {TASK!r} at the barrier of round {op.round}, "
                 f"after worker 0's touch had returned, and saw {got} instead of {want}: the "
                 "touch was not committed when it returned (or went elsewhere)",
-                task=TASK, worker=op.worker, round=op.round, seen=got, expected=want,
+                cites=[touched[op.round], op], task=TASK, worker=op.worker, round=op.round,
+                seen=got, expected=want,
             )
 
 
