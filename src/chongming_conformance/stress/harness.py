@@ -133,6 +133,7 @@ class WorkerContext:
         barrier: Any,
         events: Mapping[str, Any],
         deadline: float,
+        opener: Opener | None = None,
     ) -> None:
         self.index = spec.index
         self.role = spec.role
@@ -146,6 +147,15 @@ class WorkerContext:
         self._barrier = barrier
         self._events = events
         self._deadline = deadline
+        self._opener = opener
+
+    def open_store(self, stack: contextlib.ExitStack) -> TaskStore:
+        """Another instance on the shared location, in this process (closed with
+        ``stack`` unless the role closes it first): what a process with two connections
+        -- a worker and a dashboard thread -- holds."""
+        if self._opener is None:
+            raise RuntimeError("this worker context has no opener")
+        return enter_store(self._opener, stack, origin="the shared-store opener")
 
     def remaining(self) -> float:
         return self._deadline - time.monotonic()
@@ -243,7 +253,7 @@ def _worker_main(
         with contextlib.ExitStack() as stack:
             log.note("opening")
             store = enter_store(opener, stack, origin="the shared-store opener")
-            spec.target(WorkerContext(spec, store, log, barrier, events, deadline))
+            spec.target(WorkerContext(spec, store, log, barrier, events, deadline, opener))
         log.note("done")
     except threading.BrokenBarrierError:
         log.note("barrier-broken")

@@ -49,6 +49,7 @@ are positive, appends go to tasks that exist (the key tasks are never pruned).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -57,6 +58,7 @@ from functools import partial
 from typing import Any
 
 from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
+from ...protocol import TaskStore
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, calls_from_logs, check
 from ..log import Logs
@@ -118,6 +120,10 @@ class _State:
     me: str
     n: int
     rng: random.Random
+    #: The store instances this process holds (a second one: as a dashboard thread
+    #: beside the worker would), and what closes the ones it opened.
+    stores: list[TaskStore] = field(default_factory=list)
+    stack: contextlib.ExitStack | None = None
     seq: int = 0
     held: dict[str, float] = field(default_factory=dict)  # command id -> lease_until (s)
     finished: list[str] = field(default_factory=list)  # commands we completed or released
@@ -131,17 +137,26 @@ def _worker(ctx: WorkerContext) -> None:
     ctx.record_calls = True  # every call in full: the checker's input
     crashes = [_crash_round(k, p["crash_cycles"], p["rounds"])
                for k in range(p["crash_cycles"])]
+    with contextlib.ExitStack() as stack:
+        st.stack = stack
+        st.stores = [ctx.store, ctx.open_store(stack)]
+        _rounds(ctx, st, crashes)
+
+
+def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
+    p = ctx.params
+    n = st.n
     for r in range(p["rounds"]):
         ctx.round = r
         now = r * STEP
         ctx.sync()
-        if ctx.index == 0:
-            for k in (k for k, at_round in enumerate(crashes) if at_round == r):
-                ctx.set_event(f"crash{k}")  # a crashing worker joins in now
         if r == 0:  # every worker races to create every key task
             for tid in TASKS:
                 ctx.call("create", {"task": tid}, partial(
                     ctx.store.create, _key(tid, name=f"{st.me}-create")))
+        if ctx.index == 0:  # after its creates returned: every key task exists
+            for k in (k for k, at_round in enumerate(crashes) if at_round == r):
+                ctx.set_event(f"crash{k}")  # a crashing worker joins in now
         _opening_collision(ctx, st, r)
         for _ in range(2):  # terminal tasks of our own, for the prunes
             _create_doomed(ctx, st)
@@ -274,8 +289,29 @@ def _random_query(rng: random.Random, me: str) -> TaskQuery | None:
     return TaskQuery(limit=rng.randint(1, 4), newest_first=newest)
 
 
+def _reopen(ctx: WorkerContext, st: _State) -> None:
+    """Close the second instance and open a new one: closing one instance must leave the
+    others on the location working (the next calls through the first one show it)."""
+    assert st.stack is not None
+    ctx.call("close", {"instance": 1}, st.stores[1].close)
+    st.stores[1] = ctx.open_store(st.stack)
+
+
 def _random_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
-    """One random call of the 14 (a crashing worker: no claim and no prune)."""
+    """One random call of the 14 (a crashing worker: no claim and no prune), through one
+    of the worker's store instances."""
+    if len(st.stores) < 2:
+        _one_call(ctx, st, now, crashing=crashing)
+        return
+    primary = ctx.store
+    ctx.store = st.stores[st.rng.randrange(len(st.stores))]
+    try:
+        _one_call(ctx, st, now, crashing=crashing)
+    finally:
+        ctx.store = primary
+
+
+def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
     s = ctx.store
     rng = st.rng
     st.seq += 1
@@ -341,6 +377,8 @@ def _random_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) 
         _revive(ctx, st)
     elif pick < 0.97:
         _create_doomed(ctx, st)
+    elif pick < 0.985 and len(st.stores) > 1:
+        _reopen(ctx, st)
     elif not crashing:
         keep = rng.randrange(3)
         ctx.call("prune", {"keep_terminal": keep}, partial(s.prune, keep_terminal=keep),
