@@ -146,11 +146,24 @@ class CheckThenInsertAppend(SqliteTaskStore):
     """append() checks for the row, then inserts, on a table with no (task_id, version) key."""
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS transitions (task_id TEXT NOT NULL, version INTEGER "
-            "NOT NULL, from_status TEXT, to_status TEXT NOT NULL, at TEXT NOT NULL, reason TEXT)"
-        )
         super()._initialise(conn)
+        # The reference schema (v3) rebuilds the table with its (task_id, version) key;
+        # this store's table has none (the first instance on a file rebuilds it once).
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if any(row["pk"] for row in conn.execute("PRAGMA table_info(transitions)")):
+                conn.execute(
+                    "CREATE TABLE transitions_nokey (task_id TEXT NOT NULL REFERENCES tasks "
+                    "(task_id), version INTEGER NOT NULL, from_status TEXT, to_status TEXT "
+                    "NOT NULL, at TEXT NOT NULL, reason TEXT)")
+                conn.execute("INSERT INTO transitions_nokey SELECT * FROM transitions")
+                conn.execute("DROP TABLE transitions")
+                conn.execute("ALTER TABLE transitions_nokey RENAME TO transitions")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def append(self, transition: Transition) -> None:
         row = transition_to_row(transition)

@@ -145,7 +145,11 @@ def _fit(head: list[str], blocks: list[str], tail: list[str], chars: int) -> str
 
 
 def _generic_integrity(h: Harness) -> None:
-    """Whatever the backend: a fresh connection can read everything, and counts add up."""
+    """Whatever the backend: a fresh connection can read everything, and counts add up.
+
+    Interleaving assumption: none -- it runs after every worker has exited (or been
+    killed), so nothing writes while it reads.
+    """
     try:
         with h.store() as store:
             tasks = list(store.query())

@@ -10,14 +10,18 @@ over at that instant: CLAIM-LEASE-BOUNDARY is a SHOULD), so that probe's claims
 are released, never judged.
 
 Interleaving assumptions. The probes are a barrier apart, and each probe's claims
-release (or complete) what they took before the next barrier, so no hold crosses
-a probe. Inside a probe the survivors' claims race: a ``SKIP LOCKED`` claim may
-skip rows another claim holds, so "not claimable after lease_until" is judged on
-every final probe together, and the last one is one survivor's alone -- after the
-kill, nothing but a dead holder's lingering transaction could still hold a row,
-and the earlier probes gave the server time to drop it. The holder's claim runs
-alone (the survivors wait for the kill). A write of the holder that never
-returned may or may not have landed: only acknowledged writes are judged.
+finish what they took before the next barrier: the holder's submitted commands
+and, from ``lease_until`` on, its claimed ones are completed; a command of the
+holder's claimed before ``lease_until`` (the fault itself) is handed back -- so no
+verdict relies on ``release_command`` (a release that keeps the lease is
+RELEASE-NOT-COMPLETE's failure, not this clause's). Inside a probe the survivors'
+claims race: a ``SKIP LOCKED`` claim may skip rows another claim holds, so
+"not returned" is judged on all the probes that may return the command together,
+and the last probe is one survivor's alone -- after the kill, nothing but a dead
+holder's lingering transaction could still hold a row, and the earlier probes
+gave the server time to drop it. The holder's claim runs alone (the survivors
+wait for the kill). A write of the holder that never returned may or may not
+have landed: only acknowledged writes are judged.
 """
 
 from __future__ import annotations
@@ -71,14 +75,17 @@ def _survivor(ctx: WorkerContext) -> None:
     for r, micros in enumerate(probes):
         ctx.round = r
         now = at(p["t0"]) + timedelta(microseconds=micros)
-        last = micros > p["lease_us"]
         ctx.sync()
         if r == len(probes) - 1 and ctx.index != 1:
             ctx.sync()  # the last probe is worker 1's alone: no concurrent claim skips rows
             continue
         for c in logged_claim(ctx, now, 5.0, 100_000):
-            op = ctx.store.complete_command if last else ctx.store.release_command
-            ctx.call("complete" if last else "release", {"id": c.command_id},
+            # Done with it: a command of the holder's only from lease_until on (before it,
+            # taking one is the fault, handed back); anything else (the holder's submits)
+            # at once. No verdict relies on release_command working.
+            done = micros >= p["lease_us"] or c.command_id not in p["held"]
+            op = ctx.store.complete_command if done else ctx.store.release_command
+            ctx.call("complete" if done else "release", {"id": c.command_id},
                      partial(op, c.command_id, now=now), now=now)
         ctx.sync()
 
@@ -96,11 +103,12 @@ def run(h: Harness) -> None:
         busy = f"{prefix}-busy"
         ids = [f"{prefix}-cmd-{i}" for i in range(COMMANDS)]
         params = {"t0": t0, "prefix": prefix, "busy": busy, "lease": LEASE,
-                  "commands": COMMANDS,
+                  "commands": COMMANDS, "held": ids,
                   "lease_us": lease_us,
-                  # One probe at lease_until (either answer is allowed), then three just
-                  # after it: a server may need a moment to drop the killed holder's locks
-                  # (SKIP LOCKED skips them meanwhile); the last is one survivor's alone.
+                  # One probe at lease_until (either answer is allowed: what it takes, it
+                  # completes), then three just after it: a server may need a moment to
+                  # drop the killed holder's locks (SKIP LOCKED skips them meanwhile); the
+                  # last is one survivor's alone.
                   "probes_us": [0, lease_us // 2, lease_us - 1, lease_us, lease_us + 1,
                                 lease_us + 1, lease_us + 1]}
         with h.store() as store:
@@ -153,20 +161,19 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
         if until is None or abs(until - (t0 + lease)) > 1e-6:
             h.anomaly("wrong-lease", f"the holder got {cid!r} with lease_until {when(until)}, "
                       f"expected {when(t0 + lease)}", cites=[claim], command=cid)
-    final_rounds = {r for r, us in enumerate(params["probes_us"]) if us > params["lease_us"]}
-    boundary_rounds = {r for r, us in enumerate(params["probes_us"]) if us == params["lease_us"]}
-    final_claims: dict[str, list[Op]] = defaultdict(list)
+    lease_us = params["lease_us"]
+    after_rounds = {r for r, us in enumerate(params["probes_us"]) if us >= lease_us}
+    last_round = len(params["probes_us"]) - 1
+    returned: dict[str, list[Op]] = defaultdict(list)
     for op in logs.done("claim"):
         if op.worker == 0 or not op.ok:
             continue
         now_s = offset(op.now)
         for c in op.value or []:
             cid = c["id"]
-            if op.round in final_rounds:
-                final_claims[cid].append(op)
-            elif op.round in boundary_rounds:
-                continue  # at lease_until either answer is allowed (and it was released)
-            elif cid in held:
+            if cid not in held or op.round in after_rounds:
+                returned[cid].append(op)
+            else:
                 # Before lease_until the killed holder's lease holds, whatever the order.
                 h.anomaly(
                     "claimed-before-expiry",
@@ -175,35 +182,36 @@ def judge(h: Harness, logs: Logs, ids: Sequence[str], params: dict[str, Any],
                     cites=[claim, op], command=cid, worker=op.worker, now=now_s,
                     lease_until=held[cid],
                 )
-    final = [o for o in logs.all_ops() if o.op == "claim" and o.round in final_rounds]
-    solo = [o for o in final if o.round == max(final_rounds)]
+    completes = [o for o in logs.done("complete") if o.ok]
+    claims = [o for o in logs.all_ops() if o.op == "claim" and o.worker != 0]
+    solo = [o for o in claims if o.round == last_round]
     expiry = t0 + lease
+
+    def once(cid: str, got: list[Op], what: str, probes: str, fault: str,
+             first: list[Op]) -> None:
+        """Returned by exactly one of the claims that may return it (each completes it)."""
+        if not got:
+            tried = [o for o in claims if o.round in after_rounds] if probes else claims
+            h.anomaly(fault, f"command {cid!r}, {what}, was returned by none of the "
+                      f"{len(tried)} claims {probes}after the kill, the last of them alone",
+                      cites=[*first, *solo], command=cid)
+            return
+        done = next((o for o in completes if o.worker == got[0].worker
+                     and o.detail["id"] == cid), None)
+        if len(got) > 1 and done is not None:
+            # The first claimer completed it and that call returned: no other claim may
+            # return it (before the completion its lease held, after it it is finished).
+            h.anomaly("double-hold", f"command {cid!r}, {what}, was returned by {len(got)} "
+                      f"claims {probes}after the kill, though the first one's claimer "
+                      "completed it", cites=[*got[:2], done], command=cid)
+
     for cid in held:
-        got = final_claims.get(cid, [])
-        if not got:
-            # Judged on all final probes together; the last is one survivor's alone.
-            h.anomaly("stuck-after-expiry",
-                      f"command {cid!r} of the killed worker 0 (lease until {when(expiry)}) "
-                      f"was returned by none of the {len(final)} claims after its lease_until, "
-                      "the last of them alone", cites=[claim, *solo], command=cid)
-        elif len(got) > 1:
-            # Each final claim completes what it took: a second one reclaimed it.
-            h.anomaly("double-hold", f"command {cid!r} was returned by {len(got)} claims after "
-                      f"its lease_until {when(expiry)}, though the first one's claimer "
-                      "completed it", cites=got[:3], command=cid)
-    acked = [o for o in holder if o.op == "submit" and o.ok]
-    for sub in acked:
+        once(cid, returned.get(cid, []), f"leased by the killed worker 0 until "
+             f"{when(expiry)}", f"at or after {when(expiry)} ", "stuck-after-expiry", [claim])
+    for sub in (o for o in holder if o.op == "submit" and o.ok):
         cid = sub.detail["id"]
-        got = final_claims.get(cid, [])
-        if not got:
-            h.anomaly("lost-write",
-                      f"command {cid!r}, acknowledged to worker 0 before it was killed, was "
-                      f"returned by none of the {len(final)} claims after {when(expiry)}: the "
-                      "acknowledged submit was lost", cites=[sub, *solo], command=cid)
-        elif len(got) > 1:
-            h.anomaly("double-hold", f"command {cid!r} was returned by {len(got)} claims after "
-                      f"{when(expiry)}, though the first one's claimer completed it",
-                      cites=got[:3], command=cid)
+        once(cid, returned.get(cid, []), "acknowledged to worker 0 before it was killed", "",
+             "lost-write", [sub])
     versions = {t.version for t in history}
     lost = [o for o in holder
             if o.op == "append" and o.ok and o.detail["version"] not in versions]

@@ -247,20 +247,20 @@ def _read_and_save(ctx: WorkerContext, st: _State, tid: str) -> None:
 
 
 def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
-    """Right after the barrier: one worker prunes while the others revive their terminal
-    tasks, and everybody replays one transition, saves the task the next worker
-    supervises while that worker renews its lease, and claims -- the collisions a random
-    mix makes too rarely to count on."""
+    """Right after the barrier: everybody replays one transition at once, then one worker
+    prunes while the others revive their terminal tasks, and everybody saves the task the
+    next worker supervises while that worker renews its lease, and claims -- the
+    collisions a random mix makes too rarely to count on."""
     n = st.n
+    tid = TASKS[r % len(TASKS)]
+    ctx.call("append", {"task": tid, "version": 1000 + r, "replay": True},
+             partial(ctx.store.append, transition(tid, 1000 + r)))
     if ctx.index == r % n:
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda x: x)
     else:
         for _ in range(min(2, len(st.doomed))):
             _revive(ctx, st)
-    tid = TASKS[r % len(TASKS)]
-    ctx.call("append", {"task": tid, "version": 1000 + r, "replay": True},
-             partial(ctx.store.append, transition(tid, 1000 + r)))
     _read_and_save(ctx, st, TASKS[(ctx.index + 1) % n % len(TASKS)])
     for own in _supervised(ctx.index, n):
         _renew(ctx, st, own)
