@@ -31,8 +31,11 @@ def _marked(index: int, case: Case) -> object:
     return pytest.param(case, id=case.id, marks=pytest.mark.precision_full)
 
 
-#: Clauses a broken store may or may not fail from run to run (see the test).
-MAY_ALSO_FAIL: frozenset[str] = frozenset({"XP-MIXED-WORKLOAD"})
+#: Clauses a broken store may or may not fail from run to run (see the test). Empty since
+#: the mixed workload is judged by the linearizability checker: it fails every race store
+#: it is not a knock-on for in every measured run, so XP-MIXED-WORKLOAD is recorded in
+#: their FAIL sets and counts towards MAX_FAILING like any clause.
+MAY_ALSO_FAIL: frozenset[str] = frozenset()
 #: A broken promise may really break a second or third clause; never more.
 MAX_FAILING = 3
 
@@ -46,8 +49,6 @@ def test_broken_store_fails_exactly_its_clauses(case: Case, tmp_path: Path) -> N
         assert "not a TaskStore" in got.output, got.output
         return
     assert got.exit_code == pytest.ExitCode.TESTS_FAILED, got.output[-3000:]
-    # The mixed random workload races timing, not a fixed script: whether it also catches a
-    # given cross-process bug in one run is chance, so that one clause may come and go.
     if case.shared is None:
         assert got.failing - MAY_ALSO_FAIL == case.fails - MAY_ALSO_FAIL, (
             f"FAIL set {sorted(got.failing)}, expected {sorted(case.fails)}:\n"
