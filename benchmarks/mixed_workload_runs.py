@@ -10,7 +10,8 @@ Usage (from the repository root)::
     python benchmarks/mixed_workload_runs.py --store CheckThenWriteSave --runs 5
 
 ``--store`` is a reference store (``sqlite``, ``postgres``, ``mariadb``: their
-``make_shared_store``) or the name of a broken store of ``tests/stress/stress_stores.py``.
+``make_shared_store``), ``MODULE:ATTR`` of another correct store's ``make_shared_store``,
+or the name of a broken store of ``tests/stress/stress_stores.py``.
 Each run is ``run_scenario("mixed_workload", ...)`` at the ``--profile`` (default ci)
 with seed ``--first-seed + i``, on a fresh shared location. Prints one line per run
 (verdict, anomaly kinds, wall seconds, the checker's calls, states and seconds) and a
@@ -47,9 +48,13 @@ REFERENCE = {"sqlite": "reference_stores.sqlite", "postgres": "reference_stores.
 
 
 def factory_of(name: str) -> tuple[Callable[[], Any], bool]:
-    """(make_shared_store, is a reference store) for a ``--store`` name."""
+    """(make_shared_store, is a correct store) for a ``--store`` name: a reference store,
+    ``MODULE:ATTR`` of any correct store's ``make_shared_store``, or a broken store."""
     if name in REFERENCE:
         return importlib.import_module(REFERENCE[name]).make_shared_store, True
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr), True
     stores = importlib.import_module("stress_stores")
     return stores.shared(getattr(stores, name)), False
 

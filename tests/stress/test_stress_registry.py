@@ -30,6 +30,7 @@ EXPECTED_TESTS = {
     "test_xp_append_replay__concurrent_replay": "XP-APPEND-REPLAY",
     "test_xp_release_no_starvation__owner_gets_its_command": "XP-RELEASE-NO-STARVATION",
     "test_xp_shared_visibility__next_read_sees_it": "XP-SHARED-VISIBILITY",
+    "test_xp_close_isolated__closing_one_instance_spares_the_others": "XP-CLOSE-ISOLATED",
 }
 
 
