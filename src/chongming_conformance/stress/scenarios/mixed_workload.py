@@ -128,6 +128,7 @@ class _State:
     held: dict[str, float] = field(default_factory=dict)  # command id -> lease_until (s)
     finished: list[str] = field(default_factory=list)  # commands we completed or released
     doomed: list[str] = field(default_factory=list)  # our terminal tasks, for prune
+    revived: list[str] = field(default_factory=list)  # ours saved back to RUNNING this round
 
 
 def _worker(ctx: WorkerContext) -> None:
@@ -212,8 +213,10 @@ def _revive(ctx: WorkerContext, st: _State) -> None:
     seq = int(doomed.rsplit("-", 1)[1])
     snap = task(doomed, version=1, name=f"{st.me}-revive", status=TaskStatus.RUNNING,
                 created_at=at(100 + seq / 1000))
-    ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
-                      "revive": True}, partial(ctx.store.save, snap, expect_version=0))
+    out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
+                            "revive": True}, partial(ctx.store.save, snap, expect_version=0))
+    if out.ok:
+        st.revived.append(doomed)
 
 
 def _supervised(index: int, n: int) -> list[str]:
@@ -247,14 +250,15 @@ def _read_and_save(ctx: WorkerContext, st: _State, tid: str) -> None:
 
 
 def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
-    """Right after the barrier: everybody replays one transition at once, then one worker
-    prunes while the others revive their terminal tasks, and everybody saves the task the
-    next worker supervises while that worker renews its lease, and claims -- the
-    collisions a random mix makes too rarely to count on."""
+    """Right after the barrier: everybody replays one transition at once; after another
+    barrier one worker prunes while the others revive their terminal tasks; then everybody
+    saves the task the next worker supervises while that worker renews its lease, and
+    claims -- the collisions a random mix makes too rarely to count on."""
     n = st.n
     tid = TASKS[r % len(TASKS)]
     ctx.call("append", {"task": tid, "version": 1000 + r, "replay": True},
              partial(ctx.store.append, transition(tid, 1000 + r)))
+    ctx.sync()  # the prune and the revives start together too
     if ctx.index == r % n:
         ctx.call("prune", {"keep_terminal": 0}, partial(ctx.store.prune, keep_terminal=0),
                  summarize=lambda x: x)
@@ -386,18 +390,21 @@ def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> 
 
 
 def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> None:
-    """Three steps, a barrier apart. (1) Every worker reads the key tasks (its own view,
-    caches included) while nobody writes. (2) The round's checker alone reads their
-    history, ``counts()`` and ``query()``, claims every claimable command and releases
-    it -- a claim no other command call overlaps, so it must return every command that
-    is claimable (the strict skip policy) -- and saves one key task. (3) Every other
-    worker reads that task again: it must see the save (a private cache would not)."""
+    """Three steps, a barrier apart. (1) Every worker reads the key tasks (its own view, caches
+    included) and the terminal tasks it saved back to RUNNING this round (a prune racing
+    the save must have spared them) while nobody writes. (2) The round's checker alone
+    reads their history, ``counts()`` and ``query()``, claims every claimable command
+    and releases it -- a claim no other command call overlaps, so it must return every
+    command that is claimable (the strict skip policy) -- and saves one key task. (3)
+    Every other worker reads that task again: it must see the save (a private cache
+    would not)."""
     s = ctx.store
     now = r * STEP
     probe = TASKS[r % len(TASKS)]
-    for tid in TASKS:
+    for tid in [*TASKS, *st.revived]:  # and the tasks it revived: a prune must spare them
         ctx.call("get", {"task": tid, "check": True}, partial(s.get, tid),
                  summarize=snapshot_summary)
+    st.revived.clear()
     ctx.sync()
     if checker:
         for tid in TASKS:
