@@ -55,6 +55,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
@@ -157,7 +158,7 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
                     ctx.store.create, _key(tid, name=f"{st.me}-create")))
         if ctx.index == 0:  # after its creates returned: every key task exists
             for k in (k for k, at_round in enumerate(crashes) if at_round == r):
-                ctx.set_event(f"crash{k}")  # a crashing worker joins in now
+                _signal(p["signals"], f"crash{k}")  # a crashing worker joins in now
         _opening_collision(ctx, st, r)
         for _ in range(2):  # terminal tasks of our own, for the prunes
             _create_doomed(ctx, st)
@@ -176,6 +177,10 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
 def _crasher(ctx: WorkerContext) -> None:
     """Joins the run at its round, claims, then writes until the parent SIGKILLs it.
 
+    It waits and signals through files, never a lock, event or barrier: a process
+    SIGKILLed inside one leaves it broken for the others (a multiprocessing Condition
+    waits for ever for a dead sleeper to acknowledge a notify).
+
     It never prunes, and claims only before it tells the parent to kill it: a claim or
     prune of unknown outcome may hold any command row locked for ever after, which would
     leave every later claim unjudged under the strict skip policy. So its pending call
@@ -183,7 +188,8 @@ def _crasher(ctx: WorkerContext) -> None:
     """
     p = ctx.params
     k = p["crash"]
-    ctx.wait_event(f"crash{k}")
+    if not _wait_for(ctx, p["signals"], f"crash{k}"):
+        return
     r = _crash_round(k, p["crash_cycles"], p["rounds"])
     ctx.round = r
     now = r * STEP
@@ -191,10 +197,26 @@ def _crasher(ctx: WorkerContext) -> None:
     ctx.record_calls = True
     for c in logged_claim(ctx, now, LEASE, 3):
         st.held[c.command_id] = now + LEASE  # held until the kill, then until the lease ends
-    ctx.set_event(f"busy{k}")
+    _signal(p["signals"], f"busy{k}")
     for _ in range(CRASH_CALLS):
         _random_call(ctx, st, now, crashing=True)
-    ctx.wait_event("never")  # bounded by the deadline; the parent kills it first
+    while ctx.remaining() > 0:  # the parent kills it first
+        time.sleep(0.05)
+
+
+def _signal(folder: str, name: str) -> None:
+    """Tell the parent or a peer something: a file, which a SIGKILL cannot leave locked."""
+    (Path(folder) / name).touch()
+
+
+def _wait_for(ctx: WorkerContext, folder: str, name: str) -> bool:
+    """Poll for a signal file until the deadline (False then)."""
+    path = Path(folder) / name
+    while not path.exists():
+        if ctx.remaining() <= 0:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _create_doomed(ctx: WorkerContext, st: _State) -> None:
@@ -431,32 +453,34 @@ def run(h: Harness) -> None:
     mid-call, then the history checked for linearizability."""
     n = h.profile.processes
     cycles = h.profile.crash_cycles
+    signals = h.logdir / "signals"  # files, not events: see _crasher
+    signals.mkdir(parents=True, exist_ok=True)
     params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n,
-              "crash_cycles": cycles}
+              "crash_cycles": cycles, "signals": str(signals)}
     specs = [WorkerSpec(i, "mixer", _worker, params) for i in range(n)]
     specs += [WorkerSpec(n + k, "crasher", _crasher, {**params, "crash": k})
               for k in range(cycles)]
-    events = [f"crash{k}" for k in range(cycles)] + [f"busy{k}" for k in range(cycles)]
-    group = h.group(specs, barrier_parties=n, events=[*events, "never"])
+    group = h.group(specs, barrier_parties=n)
     group.start()
     rng = random.Random(h.profile.seed)
     for k in range(cycles):
-        if _await(h, group, f"busy{k}", n + k, range(n)):
+        if _await(h, group, signals / f"busy{k}", n + k, range(n)):
             time.sleep(rng.uniform(0.0, 0.05))  # the kill lands in the middle of its writes
         group.kill(n + k)
     judge(h, group.finish())
 
 
-def _await(h: Harness, group: Group, event: str, setter: int, others: Iterable[int]) -> bool:
-    """Wait for ``event`` from worker ``setter``; False once it, or every one of
+def _await(h: Harness, group: Group, signal: Path, setter: int, others: Iterable[int]) -> bool:
+    """Wait for worker ``setter``'s ``signal`` file; False once it, or every one of
     ``others`` (who start it), has exited, or at the deadline."""
     crowd = [group.procs[i] for i in others]
     while h.remaining() > 0:
-        if group.events[event].wait(0.05):
+        if signal.exists():
             return True
         if not group.procs[setter].is_alive() or not any(p.is_alive() for p in crowd):
             break
-    return bool(group.events[event].is_set())
+        time.sleep(0.005)
+    return signal.exists()
 
 
 # -- the verdict ----------------------------------------------------------------------------
