@@ -27,6 +27,9 @@ __all__ = ["MESSAGE_LIMIT", "SuiteCollection", "is_suite_item", "under"]
 
 #: Characters of a failure text kept in a report.
 MESSAGE_LIMIT = 6000
+#: Why the cross-process checks did not run under --chongming-scope=single (a partial reason).
+SINGLE_SCOPE = ("--chongming-scope=single: only the single-process clauses ran; no worker "
+                "process was spawned, every cross-process clause (XP-*) is NOT VERIFIED")
 
 
 def under(path: Path, parent: Path) -> bool:
@@ -61,6 +64,8 @@ class SuiteCollection:
         self.collection_errors: list[str] = []
         #: Reasons the suite was narrowed by the command line (partial-run reasons).
         self.narrowed: list[str] = []
+        if options.scope == "single":
+            self.narrowed.append(SINGLE_SCOPE)
         self.forced_top: Path | None = None
 
     @staticmethod
@@ -76,6 +81,8 @@ class SuiteCollection:
         if excused:
             return pytest.mark.skip(reason=f"UNSUPPORTED by declaration: {unsupported[excused[0]]}")
         needs_shared = [c for c in cids if CLAUSES[c].scope is Scope.CROSS_PROCESS]
+        if needs_shared and self.options.scope == "single":
+            return pytest.mark.skip(reason=f"NOT VERIFIED: {SINGLE_SCOPE}")
         if needs_shared and self.kit.shared_factory is None:
             return pytest.mark.skip(
                 reason="NOT VERIFIED: needs a shared store (--chongming-shared-store "
