@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ..clauses import CLAUSES, Scope, clauses_of
+from ..messages import elide
 from ..report import mask_secrets
 from ..suite import SUITE_DIR, suite_files
 from ..suite._config import KitConfig
@@ -206,7 +207,7 @@ class SuiteCollection:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed and under(Path(str(report.fspath)).resolve(), SUITE_DIR):
             self.collection_errors.append(
-                mask_secrets(f"{report.nodeid}: {report.longreprtext}"[:MESSAGE_LIMIT])
+                mask_secrets(elide(f"{report.nodeid}: {report.longreprtext}", MESSAGE_LIMIT))
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
