@@ -192,11 +192,14 @@ def query_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
 
     def probe(store: TaskStore) -> bool:
         # Written newest wall clock first, so neither insertion order nor instant order
-        # can pass for the wall-clock order.
+        # can pass for the wall-clock order. Read back by id: a store that mangles the
+        # times themselves returns other values, and the order of the ids is the question.
+        sent: dict[str, datetime] = {}
         for i, at in enumerate(sorted(created, key=_wall, reverse=True)):
-            store.create(TaskSnapshot(_fresh_id(f"order{i}"), "probe", TaskStatus.PENDING,
-                                      0, at, at))
-        got = [t.created_at for t in store.query()]
+            task_id = _fresh_id(f"order{i}")
+            sent[task_id] = at
+            store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at))
+        got = [sent[t.task_id] for t in store.query() if t.task_id in sent]
         by_instant = sorted(got, key=lambda t: t.astimezone(UTC))
         by_wall = sorted(got, key=_wall)
         return got != by_instant and got == by_wall
@@ -209,15 +212,18 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
     where that is not the instant-oldest?"""
 
     def probe(store: TaskStore) -> bool:
+        sent: dict[str, datetime] = {}
         for i, at in enumerate(sorted(created, key=_wall, reverse=True)):  # see the query's
-            store.submit_command(Command(_fresh_id(f"claim{i}"), "probe", CommandKind.STOP,
-                                         "kit", at))
+            command_id = _fresh_id(f"claim{i}")
+            sent[command_id] = at
+            store.submit_command(Command(command_id, "probe", CommandKind.STOP, "kit", at))
         got = list(store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=1))
-        if len(got) != 1:
+        if len(got) != 1 or got[0].command_id not in sent:
             return False
+        taken = sent[got[0].command_id]  # what was submitted, whatever came back
         oldest_instant = min(created, key=lambda t: t.astimezone(UTC))
         oldest_wall = min(created, key=_wall)
-        return got[0].created_at != oldest_instant and got[0].created_at == oldest_wall
+        return taken != oldest_instant and taken == oldest_wall
 
     return probe
 
