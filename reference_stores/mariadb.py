@@ -419,6 +419,8 @@ class MariaDBTaskStore:
         timeout: float = 30.0,
     ) -> None:
         self._closed = True  # until the pool exists: close() and __del__ stay safe
+        self._retries = 0
+        self._retries_lock = threading.Lock()
         params = parse_dsn(dsn)
         name = database if database is not None else params.database
         if name is None:
@@ -442,7 +444,18 @@ class MariaDBTaskStore:
 
     @property
     def database(self) -> str:
+        """The database this store reads and writes."""
         return self._database
+
+    @property
+    def deadlock_retries(self) -> int:
+        """How many times a call of this instance was a deadlock victim and ran again.
+
+        Zero in every race the tests run (the lock order is designed so); a
+        number that grows in production points at SQL outside the store.
+        """
+        with self._retries_lock:
+            return self._retries
 
     # -- plumbing ----------------------------------------------------------------------------
     def _build_statements(self) -> None:
@@ -582,6 +595,8 @@ class MariaDBTaskStore:
                 broken = _breaks_connection(exc) or not _rolled_back(conn, transaction)
                 code = exc.args[0] if exc.args else None
                 if code == _DEADLOCK and not broken and attempt < MAX_ATTEMPTS:
+                    with self._retries_lock:
+                        self._retries += 1
                     time.sleep(random.uniform(0.001, 0.005) * attempt)
                     continue
                 raise failure(f"{operation}()", exc) from exc

@@ -76,7 +76,6 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from chongming_conformance import StoreError, TaskStatus
-from chongming_conformance.progress import note as progress_note
 from chongming_conformance.report.masking import mask_secrets
 
 __all__ = [
@@ -379,7 +378,6 @@ def install_schema(conn_or_dsn: Any, database: str, *, collation: str | None = N
     collation (:func:`text_collation`). Needs CREATE; the store itself does not.
     """
     db = validate_database_name(database)
-    progress_note(f"mariadb: installing the database {database!r}")
     lock = f"chongming:{db}"
     with driver_errors(f"install_schema({database!r})"), admin_connection(conn_or_dsn) as conn:
         chosen = collation or _COLLATIONS[_server_family(conn)]
