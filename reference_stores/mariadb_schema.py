@@ -90,6 +90,7 @@ __all__ = [
     "parse_dsn",
     "quote_ident",
     "rebuild_derived",
+    "recount_tasks",
     "text_collation",
     "validate_database_name",
 ]
@@ -430,6 +431,27 @@ def drop_schema(conn_or_dsn: Any, database: str) -> None:
         cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(db)}")
 
 
+def recount_tasks(conn_or_dsn: Any, database: str) -> None:
+    """Set ``task_counts`` from a GROUP BY over ``tasks`` (after a bulk load). O(tasks)."""
+    db = validate_database_name(database)
+    counts = quote_ident(db, "task_counts")
+    with driver_errors(f"recount_tasks({database!r})"), admin_connection(
+        conn_or_dsn
+    ) as conn, conn.cursor() as cur:
+        conn.begin()
+        try:
+            cur.execute(f"UPDATE {counts} SET n = 0")
+            cur.execute(
+                f"UPDATE {counts} AS c JOIN ("
+                f"SELECT status, COUNT(*) AS n FROM {quote_ident(db, 'tasks')} GROUP BY status"
+                ") AS t ON t.status = c.status SET c.n = t.n WHERE c.slot = 0"
+            )
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+
+
 def rebuild_derived(conn_or_dsn: Any, database: str) -> None:
     """Recompute ``task_tags`` and ``task_counts`` from ``tasks`` (after SQL outside the store).
 
@@ -457,13 +479,8 @@ def rebuild_derived(conn_or_dsn: Any, database: str) -> None:
                     "VALUES (%s, %s, %s)",
                     rows[start : start + 1000],
                 )
-            cur.execute(f"UPDATE {quote_ident(db, 'task_counts')} SET n = 0")
-            cur.execute(
-                f"UPDATE {quote_ident(db, 'task_counts')} AS c JOIN ("
-                f"SELECT status, COUNT(*) AS n FROM {quote_ident(db, 'tasks')} GROUP BY status"
-                ") AS t ON t.status = c.status SET c.n = t.n WHERE c.slot = 0"
-            )
             conn.commit()
         except BaseException:
             conn.rollback()
             raise
+    recount_tasks(conn_or_dsn, database)
