@@ -2,13 +2,11 @@
 
 StoreContract, StoreProperties and StoreStateMachineTests must all honour the
 same hooks (``make_store``, ``wrap_store``, ``guard``), close the store before
-the factory's own teardown, and keep subclasses written against the older
-hooks (``open_store``, ``fresh_store``) working.
+the factory's own teardown; a contract's ``open_store`` override decides its store.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -127,7 +125,7 @@ def test_contract_uses_the_seam_for_its_store_and_every_extra_one() -> None:
 
 
 class OldStyleContract(StoreContract):
-    """A subclass written against the pre-seam API: it overrides open_store()."""
+    """A subclass that overrides open_store(), the contract's way to open one more store."""
 
     def make_store(self) -> InMemoryTaskStore:
         return InMemoryTaskStore()
@@ -159,28 +157,6 @@ def test_properties_open_every_example_through_the_seam() -> None:
     examples = props.events.count("factory.enter")
     assert examples >= 1
     assert props.events == ONE_LIFECYCLE * examples
-
-
-def test_an_old_fresh_store_override_is_honoured_with_a_deprecation_warning() -> None:
-    calls: list[str] = []
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-
-        class OldStyleProperties(StoreProperties):
-            hypothesis_settings = FEW
-
-            def make_store(self) -> InMemoryTaskStore:
-                return InMemoryTaskStore()
-
-            def fresh_store(self) -> Any:
-                calls.append("fresh_store")
-                return super().fresh_store()
-
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-    with OldStyleProperties().opened_store() as store:
-        store.create(snapshot("t-1"))
-    assert calls == ["fresh_store"], "the fresh_store() override was bypassed"
 
 
 class RecordingMachine(Recorder, StoreStateMachineTests):

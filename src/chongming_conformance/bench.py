@@ -45,6 +45,7 @@ from .report.files import write_atomically
 from .samples import T0
 from .specs import USAGE_ERROR_EXIT, SpecError, open_check, resolve_spec
 from .timeouts import DEFAULT_TIMEOUT
+from .usage import UsageParser
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -338,7 +339,6 @@ def _parse_sizes(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import UsageParser  # cli imports this module lazily; no cycle at import time
 
     parser = UsageParser(
         prog="chongming-conformance bench",

@@ -13,30 +13,18 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from . import __version__
 from .clauses import CATALOGUE_VERSION
 from .report.catalogue import render_catalogue
 from .report.masking import masked_logging
 from .specs import USAGE_ERROR_EXIT
+from .usage import UsageParser
 
-__all__ = ["DEFAULT_SPEC", "UsageParser", "main"]
+__all__ = ["DEFAULT_SPEC", "main"]
 
 #: The store ``check`` verifies when given no spec: the embedded default backend.
 DEFAULT_SPEC = "reference_stores.sqlite:make_store"
-
-
-class UsageParser(argparse.ArgumentParser):
-    """An argument parser whose mistakes exit with pytest's usage-error status (4).
-
-    ``check --gate maybe`` and ``pytest --chongming-gate=maybe`` are the same
-    mistake; a CI script should not need to know which front it went through.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(USAGE_ERROR_EXIT, f"{self.prog}: error: {message}\n")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -29,9 +29,7 @@ What a model comparison accepts: wherever the contract allows several answers
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
@@ -189,21 +187,6 @@ class StoreProperties(StoreSeam):
     """
 
     hypothesis_settings: ClassVar[settings | None] = None
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Honour an old-style ``fresh_store`` override: it becomes ``opened_store``."""
-        super().__init_subclass__(**kwargs)
-        if "fresh_store" in vars(cls):
-            warnings.warn(
-                f"{cls.__name__}.fresh_store() is deprecated: override wrap_store() or guard()",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            cls.opened_store = cls.fresh_store  # type: ignore[method-assign,assignment]
-
-    def fresh_store(self) -> contextlib.AbstractContextManager[TaskStore]:
-        """Deprecated old name of ``opened_store()``: one isolated store for one example."""
-        return StoreSeam.opened_store(self)
 
     def run_property(self, test: Callable[..., None], **strategies: Any) -> None:
         """Run ``test`` under hypothesis with this class's settings (for subclasses' own)."""

@@ -13,7 +13,11 @@ every test uses):
 * ``guard(what, step)`` -- optional: runs one lifecycle step, opening or
   tearing down (a plain call by default; the packaged suite runs it under
   ``--chongming-timeout`` so a hung factory or ``close()`` fails one test with
-  the step named instead of hanging the run).
+  the step named instead of hanging the run);
+* ``reset_function()`` -- optional: a ``reset_store(store)`` that empties a store
+  of this factory. When given, each process keeps the stores it opened and
+  hands them out again, reset and checked empty, instead of calling
+  ``make_store`` per test and per example (:mod:`chongming_conformance.reuse`).
 
 Teardown always closes the store first (``store.close()``), then runs the
 factory's own teardown, so an author never has to remember ``close()``. The
@@ -29,13 +33,16 @@ from typing import Any, TypeVar
 
 from .factory import enter_store
 from .protocol import TaskStore
+from .reuse import RESET_ATTR, reuse_for
 
-__all__ = ["OPEN_STEP", "TEARDOWN_STEP", "StoreSeam"]
+__all__ = ["OPEN_STEP", "RESET_STEP", "TEARDOWN_STEP", "StoreSeam"]
 
 T = TypeVar("T")
 
 #: How :meth:`StoreSeam.guard` names the opening step (a timeout message quotes it).
 OPEN_STEP = "make_store()"
+#: How :meth:`StoreSeam.guard` names the step that hands out a kept store again.
+RESET_STEP = f"make_store() or {RESET_ATTR}() and the emptiness check"
 #: How :meth:`StoreSeam.guard` names the teardown step.
 TEARDOWN_STEP = "close() / the factory's teardown"
 
@@ -55,10 +62,32 @@ class StoreSeam:
         """Hook: run the lifecycle step ``what`` (opening, teardown); default: just run it."""
         return step()
 
+    def reset_function(self) -> Callable[[TaskStore], None] | None:
+        """Hook: the function that empties a store of ``make_store`` for the next test
+        (a ``reset_store``), or None (default): every test and example opens a new one."""
+        return None
+
+    def reuse_key(self) -> object:
+        """Hook: which stores may be handed to this seam (default: its class's factory)."""
+        return (type(self).make_store, self.reset_function())
+
     def open_into(self, stack: contextlib.ExitStack) -> TaskStore:
-        """Open one store through ``make_store``; its teardown is registered on ``stack``."""
+        """Open one empty store (a new one, or a kept one reset); its teardown -- or its
+        return to the kept stores -- is registered on ``stack``."""
         origin = f"{type(self).__name__}.make_store"
-        store = self.guard(OPEN_STEP, lambda: enter_store(self.make_store, stack, origin=origin))
+        reset = self.reset_function()
+        if reset is None:
+            store = self.guard(
+                OPEN_STEP, lambda: enter_store(self.make_store, stack, origin=origin)
+            )
+        else:
+            reuser = reuse_for(
+                self.reuse_key(),
+                lambda inner: enter_store(self.make_store, inner, origin=origin),
+                reset,
+                getattr(reset, "__qualname__", RESET_ATTR),
+            )
+            store = self.guard(RESET_STEP, lambda: reuser.acquire(stack))
         return self.wrap_store(store)
 
     def close_stack(self, stack: contextlib.ExitStack) -> None:

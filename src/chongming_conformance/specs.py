@@ -26,9 +26,18 @@ from typing import Any
 
 from .factory import StoreShapeError, enter_opener, enter_store, picklability_problem
 from .report.masking import mask_secrets
+from .reuse import check_reset as _reset_leftovers
 from .timeouts import DEFAULT_TIMEOUT, StoreCallTimeout, call_with_timeout
 
-__all__ = ["USAGE_ERROR_EXIT", "SpecError", "check_shared", "open_check", "raised", "resolve_spec"]
+__all__ = [
+    "USAGE_ERROR_EXIT",
+    "SpecError",
+    "check_reset",
+    "check_shared",
+    "open_check",
+    "raised",
+    "resolve_spec",
+]
 
 #: The exit status of every usage error, from the plugin and the CLI alike (pytest's value).
 USAGE_ERROR_EXIT = 4
@@ -231,3 +240,36 @@ def check_shared(factory: Callable[[], Any], spec: str, where: str, timeout: flo
         raise SpecError(f"{where}={spec!r}: {exc}.") from None
     except BaseException as exc:
         raise raised(where, spec, "setting up the shared store failed with", exc) from None
+
+
+def check_reset(
+    factory: Callable[[], Any], reset: Callable[[Any], None], spec: str, where: str,
+    timeout: float,
+) -> None:
+    """Prove the reuse seam once before any test: a populated store, reset, reads empty.
+
+    A ``reset_store`` that leaves rows behind would let one test's data leak into the
+    next test's verdict; it is a usage error (exit 4) naming what was left.
+    """
+    label = f"{spec}(store)"
+    try:
+        with contextlib.ExitStack() as stack:
+            store = call_with_timeout(
+                f"{spec}: make_store()", timeout,
+                lambda: enter_store(factory, stack, origin=f"{spec}: make_store()"),
+            )
+            left = call_with_timeout(label, timeout, lambda: _reset_leftovers(store, reset))
+    except (SpecError, *_PASS_THROUGH):
+        raise
+    except StoreCallTimeout as exc:
+        raise SpecError(f"{where}={spec!r}: {exc}") from None
+    except BaseException as exc:
+        raise raised(where, spec, f"proving {label} on a populated store raised", exc) from None
+    if left:
+        raise SpecError(
+            f"{where}={spec!r}: after one task, one history row and one command were written, "
+            f"{label} left: " + "; ".join(left) + ". The kit keeps one store per process and "
+            "empties it with reset_store between tests; a reset that leaves data behind would "
+            "let one check's rows reach the next check's verdict. Fix it, or remove "
+            "reset_store (or pass --chongming-no-reuse) to open a new store per test."
+        )

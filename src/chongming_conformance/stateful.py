@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
     RuleBasedStateMachine,
+    initialize,
     invariant,
     precondition,
     rule,
@@ -80,6 +81,8 @@ EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 _LEASES = (0.0, 1.0, 5.0)
 _STEPS_US = (0, 1, 999_999, 1_000_000, 1_000_001, 4_999_999, 5_000_000, 5_000_001, 60_000_000)
 _MAX_VERSION = 2**62  # room for stored + 2**40 gaps without leaving BIGINT
+#: One run in this many may close a reused store (see ``StoreStateMachine.reuses_store``).
+REUSED_CLOSE_ODDS = 10
 
 STATE_MACHINE_CLAUSES: tuple[str, ...] = (
     "CREATE-THEN-GET",
@@ -195,6 +198,10 @@ class StoreStateMachine(RuleBasedStateMachine):
     #: close() becomes possible only after this many steps, so a run explores first
     #: (set from ``stateful_step_count`` by ``StoreStateMachineTests``).
     close_after: ClassVar[int] = 40
+    #: Whether the store is reused between runs (a ``reset_store``): a closed store cannot
+    #: be, so the next run pays a factory call; such runs then close their store in one run
+    #: out of :data:`REUSED_CLOSE_ODDS` (drawn, so a replayed example closes again).
+    reuses_store: ClassVar[bool] = False
 
     tasks = Bundle("tasks")
     commands = Bundle("commands")
@@ -213,6 +220,7 @@ class StoreStateMachine(RuleBasedStateMachine):
         self.clock_us = 0
         self.steps = 0
         self.closed = False
+        self.may_close = True
 
     def teardown(self) -> None:
         type(self).seam.close_stack(self._stack)
@@ -545,7 +553,13 @@ class StoreStateMachine(RuleBasedStateMachine):
         check_prune(dropped, returned, self.model.tasks, keep)
         self.model.adopt_prune(dropped)
 
-    @precondition(lambda self: not self.closed and self.steps >= self.close_after)
+    @initialize(ticket=st.integers(0, REUSED_CLOSE_ODDS - 1))
+    def decide_whether_to_close(self, ticket: int) -> None:
+        self.may_close = not type(self).reuses_store or ticket == 0
+
+    @precondition(
+        lambda self: not self.closed and self.steps >= self.close_after and self.may_close
+    )
     @rule()
     @_blamed("CLOSE-IDEMPOTENT")
     def close(self) -> None:
@@ -590,6 +604,7 @@ class StoreStateMachineTests(StoreSeam):
                 "seam": self,
                 # close() in the last fifth of a full-length run.
                 "close_after": max(chosen.stateful_step_count * 4 // 5, 1),
+                "reuses_store": self.reset_function() is not None,
             },
         )
 

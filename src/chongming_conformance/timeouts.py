@@ -154,7 +154,13 @@ class TimeoutProxy:
 
 
 def unwrap(store: object) -> object:
-    """The real store behind a :class:`TimeoutProxy` (or ``store`` itself)."""
-    if isinstance(store, TimeoutProxy):
-        return object.__getattribute__(store, "_chongming_target")
+    """The real store behind the kit's wrappers (a :class:`TimeoutProxy`, a reused store's
+    tracker: anything that names its target ``__chongming_target__``), or ``store`` itself."""
+    seen = 0
+    while seen < 8:  # wrappers nest a level or two; never loop on a self-reference
+        try:
+            target = object.__getattribute__(store, "__chongming_target__")
+        except AttributeError:
+            return store
+        store, seen = target, seen + 1
     return store

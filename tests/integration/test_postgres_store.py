@@ -160,10 +160,14 @@ def run_in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[BaseE
 # -- the contract ---------------------------------------------------------------------------
 @pytest.mark.usefixtures("postgres_dsn")
 class TestPostgresContract(StoreContract):
-    """The whole packaged contract, through the module's own ``make_store`` factory."""
+    """The whole packaged contract, through the module's own ``make_store`` factory, with
+    the store kept and emptied by ``reset_store`` between tests (the reuse seam)."""
 
     def make_store(self) -> Generator[pgstore.PostgresTaskStore, None, None]:
         return pgstore.make_store()
+
+    def reset_function(self) -> Callable[[Any], None]:
+        return pgstore.reset_store
 
 
 @pytest.mark.usefixtures("postgres_dsn")
@@ -898,7 +902,7 @@ def test_install_migrates_a_version_1_schema_with_its_counts(postgres_dsn: str) 
         pgstore.drop_schema(postgres_dsn, name)
 
 
-# -- make_store recycles schemas without weakening isolation ---------------------------------------
+# -- the factories: reset_store empties everything, make_store cleans up ---------------------------
 def _fill_everything(store: pgstore.PostgresTaskStore) -> None:
     store.create(snapshot("t1", status=TaskStatus.RUNNING))
     store.create(snapshot("t2", status=TaskStatus.SUCCEEDED, created=1))
@@ -918,67 +922,36 @@ def _assert_empty(store: pgstore.PostgresTaskStore) -> None:
     assert set(store.counts().values()) == {0}
 
 
-def test_make_store_recycles_a_schema_and_it_starts_empty(
+def test_reset_store_empties_every_table(
     postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What the kit's reuse seam relies on: after reset_store the schema holds no row at all,
+    counters included, and the store works on as if new."""
     monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
-    first = pgstore.make_store()
-    store = next(first)
-    used = store._schema
-    _fill_everything(store)
-    store.close()
-    first.close()  # teardown: the schema is emptied and goes back to the pool
-    second = pgstore.make_store()
-    again = next(second)
+    gen = pgstore.make_store()
+    store = next(gen)
     try:
-        assert again._schema == used, "the schema was not recycled"
-        _assert_empty(again)
+        _fill_everything(store)
+        pgstore.reset_store(store)
+        _assert_empty(store)
         with psycopg.connect(postgres_dsn) as conn:
             for table in ("tasks", "transitions", "commands", "task_counts"):
                 row = conn.execute(
-                    sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(used, table))
+                    sql.SQL("SELECT count(*) FROM {}").format(
+                        sql.Identifier(store._schema, table))
                 ).fetchone()
                 assert row == (0,), f"{table} still has rows"
-    finally:
-        again.close()
-        second.close()
-
-
-def test_make_store_never_hands_out_a_schema_that_is_not_empty(
-    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A write that lands after the release (a call in flight at close) is caught."""
-    monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
-    first = pgstore.make_store()
-    used = next(first)._schema
-    first.close()
-    with psycopg.connect(postgres_dsn) as conn:  # the late write
-        conn.execute(
-            sql.SQL(
-                "INSERT INTO {} (command_id, task_id, kind, issued_by, created_at) "
-                "VALUES ('late', 't1', 'stop', 'x', now())"
-            ).format(sql.Identifier(used, "commands"))
-        )
-    second = pgstore.make_store()
-    store = next(second)
-    try:
-        assert store._schema != used
-        _assert_empty(store)
-        with psycopg.connect(postgres_dsn) as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [used]
-            ).fetchone()
-        assert row == (0,), "the dirty schema was not dropped"
+        _fill_everything(store)  # the same ids again: nothing of the first round is left
     finally:
         store.close()
-        second.close()
+        gen.close()
 
 
-def test_make_fresh_store_drops_its_schema(
+def test_make_store_drops_its_schema(
     postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(pgstore.DSN_ENV, postgres_dsn)
-    gen = pgstore.make_fresh_store()
+    gen = pgstore.make_store()
     store = next(gen)
     used = store._schema
     _assert_empty(store)

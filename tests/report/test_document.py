@@ -43,13 +43,17 @@ def document(gate: str | None = "must") -> dict[str, object]:
     )
 
 
-def test_derived_schema_is_v1_plus_the_optional_stress_profile_and_guide_keys() -> None:
+def test_derived_schema_is_v1_plus_the_optional_keys_added_since() -> None:
     v1 = json.loads(V1.read_text(encoding="utf-8"))
     derived = json.loads(json.dumps(REPORT_SCHEMA))
     run = derived["properties"]["run"]
     # Added within v1, described but not required: documents without it still conform.
     assert run["properties"].pop("stress_profile") == {"type": ["object", "null"]}
     assert "stress_profile" not in run["required"]
+    reuse = run["properties"].pop("store_reuse")
+    assert reuse["type"] == ["object", "null"]
+    assert reuse["required"] == ["reset_store", "stores_opened", "reuses"]
+    assert "store_reuse" not in run["required"]
     entry = derived["properties"]["clauses"]["items"]
     assert entry["properties"].pop("guide") == {"type": "string"}
     assert "guide" not in entry["required"]
@@ -62,7 +66,7 @@ def test_built_document_conforms_with_keys_in_schema_order() -> None:
     assert list(doc) == REPORT_SCHEMA["required"]
     run = doc["run"]
     assert isinstance(run, dict)
-    assert [k for k in run if k != "stress_profile"] == (
+    assert [k for k in run if k not in ("stress_profile", "store_reuse")] == (
         REPORT_SCHEMA["properties"]["run"]["required"]
     )
     assert run["started_at"] == "1970-01-01T00:00:00+00:00" and run["duration_s"] == 1.5

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from chongming_conformance.contract import StoreContract
-from chongming_conformance.stress import ScenarioResult, StressProfile, enter_shared, run_scenario
+from chongming_conformance.factory import enter_opener
+from chongming_conformance.stress import ScenarioResult, StressProfile, run_scenario
 
 CONTRACT_TESTS = sorted(n for n in dir(StoreContract) if n.startswith("test_"))
 
@@ -37,7 +38,7 @@ def run_shared(make_shared_store: Callable[[], Any], scenario: str,
                profile: StressProfile | str, **kwargs: Any) -> ScenarioResult:
     """One scenario on a fresh shared location from ``make_shared_store``."""
     with contextlib.ExitStack() as stack:
-        opener = enter_shared(make_shared_store, stack)
+        opener = enter_opener(make_shared_store, stack)
         return run_scenario(scenario, opener, profile, keep_logs=False, **kwargs)
 
 

@@ -15,11 +15,10 @@ import reference_stores.jsonfile as jsonfile
 import reference_stores.memory as memory
 import reference_stores.postgres as postgres
 import reference_stores.sqlite as sqlite
-from chongming_conformance.factory import StoreShapeError
+from chongming_conformance.factory import StoreShapeError, enter_opener
 from chongming_conformance.stress import (
     Opener,
     StressContract,
-    enter_shared,
     sqlite_opener_integrity,
 )
 
@@ -70,4 +69,4 @@ def test_memory_store_cannot_be_shared() -> None:
     """No make_shared_store, and handing its make_store to the harness is refused clearly."""
     assert not hasattr(memory, "make_shared_store")
     with contextlib.ExitStack() as stack, pytest.raises(StoreShapeError, match="not an opener"):
-        enter_shared(memory.make_store, stack)
+        enter_opener(memory.make_store, stack)

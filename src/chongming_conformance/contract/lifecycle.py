@@ -18,6 +18,7 @@ from ..samples import (
     snapshot,
     transition,
 )
+from ..timeouts import unwrap
 from ._base import LEASE, ContractBase, _cmd_ids, _versions
 
 __all__ = ["LifecycleContract"]
@@ -31,7 +32,7 @@ class LifecycleContract(ContractBase):
     # ========================================================================================
     @checks("PROTOCOL-METHODS")
     def test_protocol_methods__store_is_structurally_a_taskstore(self) -> None:
-        target = getattr(self.store, "__chongming_target__", self.store)
+        target = unwrap(self.store)
         assert isinstance(target, TaskStore), "isinstance(store, TaskStore) is False"
         problems = protocol_mismatches(target)
         assert not problems, "store differs from the protocol: " + "; ".join(problems)
@@ -40,7 +41,7 @@ class LifecycleContract(ContractBase):
 
     @checks("PROTOCOL-KEYWORD-ONLY")
     def test_protocol_keyword_only__markers_declared(self) -> None:
-        target = getattr(self.store, "__chongming_target__", self.store)
+        target = unwrap(self.store)
         advice = signature_advisories(target)
         assert not advice, "looser than the protocol: " + "; ".join(advice)
 

@@ -25,16 +25,14 @@ import signal
 import threading
 import time
 import traceback
-import types
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import multiprocess
-from multiprocess.reduction import ForkingPickler
 
 from ..controller import Controller, TaskContext
-from ..factory import enter_store
+from ..factory import enter_opener, enter_store, picklability_problem
 from ..model import TaskStatus
 from ..report.masking import masked_logging
 
@@ -408,28 +406,6 @@ SCENARIOS: dict[str, Callable[[_Run, contextlib.ExitStack], None]] = {
 }
 
 
-def _enter_opener(factory: Callable[[], Any], stack: contextlib.ExitStack) -> Opener:
-    """Call ``make_shared_store`` (function, generator or context manager); give the opener."""
-    produced = factory()
-    if isinstance(produced, types.GeneratorType):
-        gen = produced
-        opener = next(gen)
-
-        def finish() -> None:
-            with contextlib.suppress(StopIteration):
-                next(gen)
-
-        stack.callback(finish)
-    elif hasattr(produced, "__enter__") and hasattr(produced, "__exit__"):
-        opener = stack.enter_context(produced)
-    else:
-        opener = produced
-    if not callable(opener):
-        raise TypeError(f"make_shared_store() gave {opener!r}, not a zero-argument opener")
-    result: Opener = opener
-    return result
-
-
 def run_cross_process(scenario: str, make_shared_store: Callable[[], Any],
                       stack: contextlib.ExitStack, *, deadline: float = DEADLINE) -> list[str]:
     """Run one scenario on a fresh shared location; return the problems found (empty: pass).
@@ -440,12 +416,10 @@ def run_cross_process(scenario: str, make_shared_store: Callable[[], Any],
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
-    opener = _enter_opener(make_shared_store, stack)
-    try:
-        ForkingPickler.dumps(opener)
-    except Exception as exc:
-        return [f"the opener {opener!r} cannot be sent to a spawned process ({exc}); make it "
-                "a module-level callable or functools.partial of one"]
+    opener = enter_opener(make_shared_store, stack)
+    problem = picklability_problem(opener)
+    if problem is not None:
+        return [problem]
     run = _Run(opener, deadline)
     with contextlib.ExitStack() as inner:
         try:

@@ -30,12 +30,9 @@ pytest.register_assert_rewrite(
 )
 
 # Imported after register_assert_rewrite on purpose: none of these is rewritten,
-# and none imports the modules above. ``_blames`` and ``_hypothesis_info`` are the
-# pre-package private names, kept importable for code written against plugin.py.
-from ..report import blamed_among as _blames  # noqa: E402, F401
+# and none imports the modules above.
 from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
-from .harvest import hypothesis_info as _hypothesis_info  # noqa: E402, F401
 from .options import add_options, load_profile, read_options  # noqa: E402
 from .run import ConformanceRun  # noqa: E402
 from .signals import sigterm_as_interrupt  # noqa: E402

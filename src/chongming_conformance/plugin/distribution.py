@@ -33,6 +33,7 @@ from .itemdata import STRESS_GROUP, is_stress_nodeid
 __all__ = ["Distribution", "is_worker", "stress_together_scheduler"]
 
 _WORKEROUTPUT_KEY = "chongming_collection"
+_REUSE_KEY = "chongming_reuse"
 #: xdist modes whose scheduler is replaced by :func:`stress_together_scheduler`.
 _GROUPED_MODES = ("load", "loadgroup")
 
@@ -65,6 +66,8 @@ class Distribution:
         self.config = config
         self.collection = collection
         self.adopted = False
+        #: Stores opened and reuses, summed over the workers that reported them.
+        self.reuse_totals: dict[str, int] = {}
 
     # -- controller -------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
@@ -76,7 +79,10 @@ class Distribution:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """Adopt the collection facts of the first worker that reported them."""
-        facts = getattr(node, "workeroutput", {}).get(_WORKEROUTPUT_KEY)
+        output = getattr(node, "workeroutput", {})
+        for key, value in (output.get(_REUSE_KEY) or {}).items():
+            self.reuse_totals[key] = self.reuse_totals.get(key, 0) + int(value)
+        facts = output.get(_WORKEROUTPUT_KEY)
         if facts is None or self.adopted:
             return
         self.adopted = True
@@ -86,6 +92,12 @@ class Distribution:
         col.deselected = list(facts["deselected"])
 
     # -- worker -----------------------------------------------------------------------
+    def send_reuse(self, summary: dict[str, int]) -> None:
+        """Hand this worker's store-reuse counts to the controller (sent when it finishes)."""
+        output = getattr(self.config, "workeroutput", None)
+        if output is not None:
+            output[_REUSE_KEY] = summary
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Hand the (already filtered) collection facts to the controller."""

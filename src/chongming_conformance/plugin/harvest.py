@@ -18,10 +18,15 @@ import pytest
 from ..blame import failure_blames
 from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
 from ..report.records import SETUP_PREFIX
+from ..reuse import StoreReuseError
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
 from .itemdata import serial_nodeid
 
-__all__ = ["BLAMES_PROPERTY", "Harvest", "hypothesis_info"]
+__all__ = ["BLAMES_PROPERTY", "USAGE_PROPERTY", "Harvest", "hypothesis_info", "usage_error"]
+
+#: The ``user_properties`` key marking a test stopped by a usage problem of the run (a
+#: ``reset_store`` that did not empty the store), not by anything the store did.
+USAGE_PROPERTY = "chongming-usage-error"
 
 #: The ``user_properties`` key carrying a failing phase's blamed clauses. Read from the
 #: exception objects while they exist (every leaf of an ExceptionGroup included) and
@@ -82,6 +87,24 @@ def _blames(report: pytest.TestReport, text: str) -> tuple[str, ...]:
     return tuple(sorted(parse_blames(text)))
 
 
+def usage_error(exc: BaseException) -> str | None:
+    """The message of a :class:`~chongming_conformance.reuse.StoreReuseError` inside ``exc``
+    (itself, a leaf of an exception group, or a cause), or None."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, StoreReuseError):
+            return str(current)
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
 class Harvest:
     """Hooks that keep every suite test's phase reports, masked, until the run ends."""
 
@@ -99,6 +122,11 @@ class Harvest:
             if report.failed and call.excinfo is not None:
                 ids, _ = failure_blames(call.excinfo.value)
                 report.user_properties.append((BLAMES_PROPERTY, list(ids)))
+                usage = usage_error(call.excinfo.value)
+                if usage is not None:
+                    # The run cannot go on: one precise message, then stop (exit 4).
+                    report.user_properties.append((USAGE_PROPERTY, mask_secrets(usage)))
+                    item.session.shouldstop = f"usage error: {mask_secrets(usage)}"
             if report.failed:
                 text = report.longreprtext
                 masked = mask_secrets(text)
@@ -115,6 +143,19 @@ class Harvest:
         # suite tests only when the workers finish (see .distribution); records()
         # picks the suite's.
         self.reports.setdefault(serial_nodeid(report.nodeid), {})[report.when] = report
+
+    def usage_error(self, nodeid: str) -> str | None:
+        """The usage problem that stopped test ``nodeid``, if one did."""
+        for report in self.reports.get(nodeid, {}).values():
+            for key, value in report.user_properties:
+                if key == USAGE_PROPERTY:
+                    return str(value)
+        return None
+
+    def usage_errors(self) -> list[str]:
+        """Every usage problem that stopped a test of this run, first seen first."""
+        found = (self.usage_error(nodeid) for nodeid in self.reports)
+        return list(dict.fromkeys(u for u in found if u is not None))
 
     def records(self) -> SuiteRecords:
         """Every collected suite test as a plain record, with what collection cut."""
@@ -147,6 +188,8 @@ class Harvest:
             else:
                 result.outcome = "failed"
                 where = {"call": "", "setup": SETUP_PREFIX}.get(first.when, f"[{first.when}] ")
+                if self.usage_error(nodeid) is not None:
+                    where = SETUP_PREFIX  # a usage problem before any check: proves nothing
                 result.message = where + text[-MESSAGE_LIMIT:]
                 result.blames = _blames(first, text)
         elif xfailed:

@@ -45,6 +45,13 @@ def add_options(parser: pytest.Parser) -> None:
         f"Default: {SHARED_ATTR} in the store's module, if it exists.",
     )
     group.addoption(
+        "--chongming-no-reuse",
+        action="store_true",
+        default=False,
+        help="Open a new store for every test and hypothesis example even when the store's "
+        "module exports reset_store (slower; for telling a reset_store bug from a store bug).",
+    )
+    group.addoption(
         "--chongming-timeout",
         metavar="SECONDS",
         type=float,
@@ -131,6 +138,8 @@ class Options:
     store_source: str
     shared_spec: str
     shared_source: str
+    #: --chongming-no-reuse: ignore the module's reset_store.
+    no_reuse: bool
     timeout: float
     reports: tuple[Path, ...]
     gate: str | None
@@ -285,6 +294,7 @@ def read_options(config: pytest.Config) -> Options | None:
         store_source=source,
         shared_spec=shared_spec,
         shared_source=shared_source,
+        no_reuse=bool(config.getoption("chongming_no_reuse")),
         timeout=timeout,
         reports=reports,
         gate=config.getoption("chongming_gate"),
@@ -314,7 +324,7 @@ def load_profile(name: str | None, *, shrink: bool = False) -> None:
         if exc.name == "chongming_conformance.hypothesis_profiles":
             raise pytest.UsageError(
                 f"--chongming-profile={name!r}: this build of chongming-conformance has no "
-                "profiles module (chongming_conformance.profiles)."
+                "profiles module (chongming_conformance.hypothesis_profiles)."
             ) from None
         raise
     try:

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .. import __version__
+from .. import __version__, reuse
 from ..clauses import CATALOGUE_VERSION
 from ..hypothesis_profiles import PROFILES, active_profile_name
 from ..report import (
     Assessment,
     RunSettings,
     StoreInfo,
+    StoreReuseInfo,
     assess,
     build_document,
     describe_environment,
@@ -62,6 +64,7 @@ class ConformanceRun:
         self.assessment: Assessment | None = None
         self.doc: dict[str, Any] | None = None
         self.reports_written: list[Path] = []
+        self.reuse_counts: dict[str, int] = {}
 
     def register(self) -> None:
         """Put the suite in the arguments and register this run's hook objects."""
@@ -92,6 +95,11 @@ class ConformanceRun:
             f"chongming: shared store {shared}; timeout {kit.timeout:g} s per call "
             f"({mechanism()})",
         ]
+        if kit.reset_spec is not None:
+            lines.append(
+                f"chongming: store reuse: {kit.reset_spec} empties one kept store per process "
+                "between tests and examples (--chongming-no-reuse opens a new one each time)"
+            )
         if kit.capabilities.unsupported or kit.capabilities.deviations:
             lines.append(
                 f"chongming: declared in {kit.capabilities.origin}: unsupported "
@@ -105,6 +113,15 @@ class ConformanceRun:
         kit, options = self.kit, self.options
         shared = kit.shared_factory is not None
         records = self.harvest.records()
+        usage = self.harvest.usage_errors()
+        if usage:
+            # A reset_store that did not empty the store stopped the run: no verdict is drawn
+            # from it, and the exit status is the usage error's, as for any bad setting.
+            records = dataclasses.replace(
+                records, narrowed=(*records.narrowed, *(f"stopped by a usage error: {u}"
+                                                         for u in usage)),
+            )
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             # Ctrl-C (or SIGTERM, see signals.py): the report is still written, and says why
             # it proves less than a whole run.
@@ -126,6 +143,7 @@ class ConformanceRun:
             stress_profile=dataclasses.asdict(stress) if stress is not None and shared else None,
             hypothesis_seed=options.hypothesis_seed,
             pytest_exit_status=int(session.exitstatus),
+            store_reuse=self._store_reuse(),
         )
         store = StoreInfo(
             spec=kit.store_spec,
@@ -145,8 +163,32 @@ class ConformanceRun:
             collection_errors=list(self.collection.collection_errors),
         )
 
+    def _store_reuse(self) -> StoreReuseInfo | None:
+        if self.kit.reset_spec is None:
+            return None
+        counts = {**self.reuse_counts}
+        for key, value in self.distribution.reuse_totals.items():
+            counts[key] = counts.get(key, 0) + value
+        return StoreReuseInfo(
+            reset_store=self.kit.reset_spec,
+            stores_opened=counts.get("stores_opened", 0),
+            reuses=counts.get("reuses", 0),
+        )
+
+    def _close_kept_stores(self) -> None:
+        """Close the stores this process kept for reuse and tear their factories down."""
+        self.reuse_counts = reuse.summary()
+        try:
+            reuse.shutdown_all()
+        except Exception as exc:  # after every test: a teardown problem is shown, not lost
+            warnings.warn(pytest.PytestWarning(mask_secrets(
+                f"chongming: closing a kept store raised {type(exc).__name__}: {exc}")),
+                stacklevel=1)
+        self.distribution.send_reuse(self.reuse_counts)
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._close_kept_stores()
         if self.options.collect_only or is_worker(self.config):
             return  # under xdist the controller assesses and writes the reports
         self.doc = self.build(session)

@@ -22,6 +22,7 @@ import pytest
 from .. import specs
 from ..capabilities import Capabilities, CapabilityError, declared_capabilities
 from ..report import mask_secrets
+from ..reuse import RESET_ATTR
 from ..specs import SpecError
 from ..suite._config import KitConfig
 from ..timeouts import DEFAULT_TIMEOUT
@@ -71,6 +72,22 @@ def _shared_factory(
     return None, None, None
 
 
+def _reset(
+    options: Options, module: ModuleType
+) -> tuple[Callable[[Any], None] | None, str | None]:
+    """(reset_store, its spec) found next to the store factory, or (None, None)."""
+    reset = getattr(module, RESET_ATTR, None)
+    if options.no_reuse or reset is None:
+        return None, None
+    spec = f"{module.__name__}:{RESET_ATTR}"
+    if not callable(reset):
+        raise _usage(
+            f"{spec} is a {type(reset).__name__}, not callable: reset_store(store) must "
+            "empty the store it is given (or remove the name to open a new store per test)."
+        )
+    return reset, spec
+
+
 def resolve_kit(options: Options) -> tuple[KitConfig, str]:
     """The checked :class:`KitConfig` and the opened store's masked ``type\\nrepr``."""
     spec, source = options.store_spec, options.store_source
@@ -83,6 +100,14 @@ def resolve_kit(options: Options) -> tuple[KitConfig, str]:
         described = specs.open_check(factory, spec, source, options.timeout)
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
+    reset, reset_spec = _reset(options, module)
+    if reset is not None:
+        assert reset_spec is not None
+        try:
+            specs.check_reset(factory, reset, reset_spec, f"found {RESET_ATTR} in "
+                              f"{module.__name__}", options.timeout)
+        except SpecError as exc:
+            raise pytest.UsageError(str(exc)) from None
     shared_factory, shared_spec, shared_source = _shared_factory(options, module, caps)
     if shared_factory is not None:
         assert shared_spec is not None and shared_source is not None
@@ -101,5 +126,7 @@ def resolve_kit(options: Options) -> tuple[KitConfig, str]:
         capabilities=caps,
         profile=options.profile,
         stress_profile=options.stress_profile,
+        reset_store=reset,
+        reset_spec=reset_spec,
     )
     return kit, described

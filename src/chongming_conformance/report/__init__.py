@@ -26,7 +26,6 @@ from .markdown import *  # noqa: F403
 from .masking import *  # noqa: F403
 from .outcomes import *  # noqa: F403
 from .records import *  # noqa: F403
-from .schema import validate_report
 from .terminal import *  # noqa: F403
 
 __all__ = [
@@ -37,6 +36,5 @@ __all__ = [
     *masking.__all__,
     *outcomes.__all__,
     *records.__all__,
-    "validate_report",
     *terminal.__all__,
 ]

@@ -23,7 +23,7 @@ from ..clauses import CATALOGUE_VERSION, CLAUSES, Level, Scope
 from .masking import mask_all
 from .outcomes import Assessment
 from .records import OUTCOMES, ClauseResult, TestResult
-from .schema import OPTIONAL_KEY, Enum, Keys, as_json, schema_of
+from .schema import OPTIONAL_KEY, Enum, Keys, as_json, schema_of, validate
 
 __all__ = [
     "REPORT_SCHEMA",
@@ -31,10 +31,12 @@ __all__ = [
     "Environment",
     "RunSettings",
     "StoreInfo",
+    "StoreReuseInfo",
     "build_document",
     "clause_entry",
     "describe_environment",
     "dumps",
+    "validate_report",
 ]
 
 SCHEMA_VERSION = 1
@@ -80,6 +82,17 @@ def describe_environment(pytest_version: str) -> Environment:
 
 
 @dataclass(frozen=True)
+class StoreReuseInfo:
+    """The ``reset_store`` seam in this run: which function emptied the kept stores, how many
+    stores the factory opened and how often one was reset and handed out again (summed
+    over every process of the run)."""
+
+    reset_store: str
+    stores_opened: int
+    reuses: int
+
+
+@dataclass(frozen=True)
 class RunSettings:
     """How the run was configured and when it ran: what the plugin knows, the verdict does not."""
 
@@ -91,6 +104,8 @@ class RunSettings:
     stress_profile: dict[str, Any] | None = None
     hypothesis_seed: str | None = None
     pytest_exit_status: int = 0
+    #: None: no reset_store, a new store per test and example.
+    store_reuse: StoreReuseInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,7 @@ class _Run:
     profile: str | None
     stress_profile: Annotated[dict[str, Any] | None, OPTIONAL_KEY]
     hypothesis_seed: str | None
+    store_reuse: Annotated[StoreReuseInfo | None, OPTIONAL_KEY]
     gate: Annotated[str | None, Enum(("must", "should", None))]
     gate_passed: bool | None
     pytest_exit_status: int
@@ -174,6 +190,11 @@ class _Report:
 REPORT_SCHEMA: dict[str, Any] = schema_of(_Report)
 
 
+def validate_report(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
+    """Every way ``doc`` departs from ``schema`` (default: :data:`REPORT_SCHEMA`); '[]' if none."""
+    return validate(doc, REPORT_SCHEMA if schema is None else schema)
+
+
 def clause_entry(result: ClauseResult) -> dict[str, Any]:
     """One clause's entry in the ``clauses`` list of the document."""
     entry: dict[str, Any] = as_json(_ClauseEntry.of(result))
@@ -201,6 +222,7 @@ def build_document(
         profile=settings.profile,
         stress_profile=settings.stress_profile,
         hypothesis_seed=settings.hypothesis_seed,
+        store_reuse=settings.store_reuse,
         gate=assessment.gate,
         gate_passed=assessment.gate_passed,
         pytest_exit_status=settings.pytest_exit_status,

@@ -4,7 +4,7 @@ The report document is declared once, as dataclasses (and TypedDicts) whose
 field order and annotations *are* the document's keys and types. The schema
 (:func:`schema_of`) and the JSON value (:func:`as_json`) are both computed from
 those declarations, so the two cannot drift apart. The schema language is the
-small JSON-Schema subset :func:`validate_report` understands: ``type``,
+small JSON-Schema subset :func:`validate` understands: ``type``,
 ``required``, ``properties``, ``items`` and ``enum``.
 
 Annotations may carry three markers (``typing.Annotated``):
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OPTIONAL_KEY", "Enum", "Keys", "as_json", "schema_of", "validate_report"]
+__all__ = ["OPTIONAL_KEY", "Enum", "Keys", "as_json", "schema_of", "validate"]
 
 
 @dataclass(frozen=True)
@@ -144,14 +144,13 @@ def _type_ok(value: Any, name: str) -> bool:
     return isinstance(value, _PY_TYPES[name])
 
 
-def validate_report(
-    doc: Any, schema: Mapping[str, Any] | None = None, path: str = "$"
-) -> list[str]:
-    """Every way ``doc`` departs from ``schema`` (default: the report's); '[]' if none."""
-    if schema is None:
-        from .document import REPORT_SCHEMA
+def validate(doc: Any, schema: Mapping[str, Any], path: str = "$") -> list[str]:
+    """Every way ``doc`` departs from ``schema``; '[]' if none.
 
-        schema = REPORT_SCHEMA
+    Generic over any schema :func:`schema_of` derives; the report's own is
+    ``report.document.REPORT_SCHEMA`` (``document.validate_report`` applies it), so
+    this module never imports the document that is declared with it.
+    """
     problems: list[str] = []
     kinds = schema.get("type")
     if kinds is not None:
@@ -167,8 +166,8 @@ def validate_report(
                 problems.append(f"{path}: missing key {key!r}")
         for key, sub in schema.get("properties", {}).items():
             if key in doc:
-                problems.extend(validate_report(doc[key], sub, f"{path}.{key}"))
+                problems.extend(validate(doc[key], sub, f"{path}.{key}"))
     if isinstance(doc, list) and "items" in schema:
         for i, item in enumerate(doc):
-            problems.extend(validate_report(item, schema["items"], f"{path}[{i}]"))
+            problems.extend(validate(item, schema["items"], f"{path}[{i}]"))
     return problems

@@ -20,7 +20,7 @@ from __future__ import annotations
 from .contract import StressContract
 from .harness import Anomaly, Opener
 from .integrity import sqlite_integrity, sqlite_opener_integrity
-from .runner import IntegrityCheck, ScenarioResult, enter_shared, run_all, run_scenario
+from .runner import IntegrityCheck, ScenarioResult, run_all, run_scenario
 from .scenarios import SCENARIOS, Scenario
 from .stress_profiles import DEFAULT_PROFILE, PROFILES, StressProfile, get_profile
 
@@ -35,7 +35,6 @@ __all__ = [
     "ScenarioResult",
     "StressContract",
     "StressProfile",
-    "enter_shared",
     "get_profile",
     "run_all",
     "run_scenario",

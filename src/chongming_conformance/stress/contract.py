@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..clauses import checks
+from ..factory import enter_opener
 from .harness import Opener
-from .runner import ScenarioResult, enter_shared, run_scenario
+from .runner import ScenarioResult, run_scenario
 from .scenarios import SCENARIOS, Scenario
 from .stress_profiles import StressProfile, get_profile
 
@@ -69,7 +70,7 @@ class StressContract:
         """Open a fresh shared location and run one scenario on it; return the result."""
         if not hasattr(self, "_stress_stack"):
             self.setup_method()
-        opener = enter_shared(self.make_shared_store, self._stress_stack,
+        opener = enter_opener(self.make_shared_store, self._stress_stack,
                               origin=f"{type(self).__name__}.make_shared_store()")
         return run_scenario(scenario, opener, get_profile(self.stress_profile),
                             integrity=self.check_integrity)

@@ -1,7 +1,7 @@
 """Process machinery: spawn workers, line them up, bound them, collect their logs.
 
 Only the *opener* (a picklable zero-argument callable that opens a new store on
-the shared location, see ``runner.enter_shared`` and docs/stress.md "Sharing a
+the shared location, see ``factory.enter_opener`` and docs/stress.md "Sharing a
 store") and plain parameters cross the process boundary; every worker calls
 the opener to get its own connection. Everything is bounded three ways: a deadline shared by
 the parent and every worker (barrier and event waits time out at it), a

@@ -18,7 +18,7 @@ from .hints import common_cause
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile, get_profile
 
-__all__ = ["IntegrityCheck", "ScenarioResult", "enter_shared", "run_all", "run_scenario"]
+__all__ = ["IntegrityCheck", "ScenarioResult", "run_all", "run_scenario"]
 
 #: Store-specific integrity hook: given the opener, return problems ('[]' if intact).
 IntegrityCheck = Callable[[Opener], Sequence[str]]
@@ -82,13 +82,6 @@ class ScenarioResult:
         return "\n".join(lines)
 
 
-#: The one unwrapping of a shared-store factory lives in :mod:`chongming_conformance.factory`.
-enter_shared = enter_opener
-
-#: The one picklability test (the pickler used here to ship openers) lives there too.
-_check_picklable = picklability_problem
-
-
 def _generic_integrity(h: Harness) -> None:
     """Whatever the backend: a fresh connection can read everything, and counts add up."""
     try:
@@ -126,7 +119,7 @@ def run_scenario(
     prof = get_profile(profile)
     scenario = SCENARIOS[name]
     result = ScenarioResult(name, scenario.clauses, prof.name)
-    problem = _check_picklable(opener)
+    problem = picklability_problem(opener)
     if problem is not None:
         result.errors.append(problem)
         return result
@@ -173,7 +166,7 @@ def run_all(
     for name in scenarios if scenarios is not None else list(SCENARIOS):
         with contextlib.ExitStack() as stack:
             try:
-                opener = enter_shared(make_shared_store, stack)
+                opener = enter_opener(make_shared_store, stack)
             except Exception as exc:
                 failed = ScenarioResult(name, SCENARIOS[name].clauses,
                                         get_profile(profile).name)

@@ -34,9 +34,9 @@ Cross-process bases take the shared opener instead::
   (and their clauses reported NOT VERIFIED, never PASS) when
   ``_config.shared_store_factory()`` is None, and skipped as UNSUPPORTED when
   the store declares ``cross_process`` unsupported, so a stress class never
-  has to check for itself. Code that needs the opener directly can use
-  ``_config.enter_opener(shared, exit_stack)`` (the one implementation,
-  ``chongming_conformance.factory.enter_opener``, with every check).
+  has to check for itself. Code that needs the opener directly calls
+  ``chongming_conformance.factory.enter_opener(shared, exit_stack)`` (the one
+  implementation, with every check).
 * A ``RuleBasedStateMachine.TestCase`` collected directly (unittest style)
   maps to clauses through a ``checks(...)`` on the ``TestCase`` class.
 * Mind the run time: every reference store runs the whole suite in
@@ -49,8 +49,7 @@ Cross-process bases take the shared opener instead::
 
 Accessors for suite code live in :mod:`chongming_conformance.suite._config`:
 ``store_factory()``, ``shared_store_factory()``, ``timeout()``,
-``capabilities()``, ``timed()``, ``guarded()``, the ``ConfiguredSeam`` mixin and
-``enter_opener()``.
+``capabilities()``, ``timed()``, ``guarded()`` and the ``ConfiguredSeam`` mixin.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import factory as _factory
 from ..capabilities import Capabilities
 from ..protocol import TaskStore
 from ..timeouts import DEFAULT_TIMEOUT, TimeoutProxy, call_with_timeout
@@ -49,6 +48,9 @@ class KitConfig:
     profile: str | None = None
     #: A ``chongming_conformance.stress.StressProfile`` (None: the harness default).
     stress_profile: Any = None
+    #: The factory module's ``reset_store`` (None: a new store per test and example).
+    reset_store: Callable[[TaskStore], None] | None = None
+    reset_spec: str | None = None
 
 
 _current: KitConfig | None = None
@@ -131,12 +133,18 @@ class ConfiguredSeam:
     def make_store(self) -> Any:
         return store_factory()()
 
+    def reset_function(self) -> Callable[[TaskStore], None] | None:
+        return current().reset_store
+
+    def reuse_key(self) -> object:
+        # Every configured class (contract, properties, state machine, controller) shares
+        # the one kept store of this process.
+        config = current()
+        return ("configured", config.store_factory, config.reset_store)
+
     def wrap_store(self, store: TaskStore) -> TaskStore:
         return timed(store)
 
     def guard(self, what: str, step: Callable[[], T]) -> T:
         return guarded(what, step)
 
-
-#: Kept for suite code written against it; the one implementation is in ``factory``.
-enter_opener = _factory.enter_opener
