@@ -198,10 +198,14 @@ def error_code(exc: BaseException | None) -> int | None:
 # -- the contract ---------------------------------------------------------------------------
 @pytest.mark.usefixtures("mariadb_dsn")
 class TestMariaDBContract(StoreContract):
-    """The whole packaged contract, through the module's own ``make_store`` factory."""
+    """The whole packaged contract, through the module's own ``make_store`` factory, with
+    the store kept and emptied by ``reset_store`` between tests (the reuse seam)."""
 
     def make_store(self) -> Generator[mstore.MariaDBTaskStore, None, None]:
         return mstore.make_store()
+
+    def reset_function(self) -> Callable[[Any], None]:
+        return mstore.reset_store
 
 
 @pytest.mark.usefixtures("mariadb_dsn")
@@ -209,7 +213,8 @@ class TestDMLOnlyUserContract(StoreContract):
     """The whole contract as a user with SELECT/INSERT/UPDATE/DELETE on one database only.
 
     The schema is installed by the privileged DSN (as a deployment would do
-    once); the store then runs with no DDL right anywhere.
+    once); the store then runs with no DDL right anywhere -- ``reset_store``
+    between tests included.
     """
 
     admin_dsn: str
@@ -255,11 +260,13 @@ class TestDMLOnlyUserContract(StoreContract):
         with fresh_database(self.admin_dsn) as database:
             self.grant(database)
             store = mstore.MariaDBTaskStore(self.user_dsn, database=database)
-            self.database = database
             try:
                 yield store
             finally:
                 store.close()
+
+    def reset_function(self) -> Callable[[Any], None]:
+        return mstore.reset_store
 
     def test_the_user_holds_dml_grants_only(self) -> None:
         granted = " ".join(r[0] for r in rows(self.admin_dsn, f"SHOW GRANTS FOR '{self.user}'@'%'"))
@@ -283,7 +290,7 @@ class TestDMLOnlyUserContract(StoreContract):
         conn = connect(self.user_dsn)
         try:
             with conn.cursor() as cur, pytest.raises(pymysql.err.OperationalError) as denied:
-                cur.execute(ddl.format(db=mschema.quote_ident(self.database)))
+                cur.execute(ddl.format(db=mschema.quote_ident(self.store.database)))
         finally:
             conn.close()
         assert error_code(denied.value) == 1142, denied.value  # command denied to user
