@@ -394,7 +394,8 @@ def install_schema(conn_or_dsn: Any, database: str, *, collation: str | None = N
                 cur.execute(
                     f"CREATE TABLE IF NOT EXISTS {quote_ident(db, 'schema_version')} ("
                     "version INT NOT NULL PRIMARY KEY, "
-                    "installed_at DATETIME(6) NOT NULL DEFAULT UTC_TIMESTAMP(6)) "
+                    # Parenthesised: MySQL 8 takes an expression default only so.
+                    "installed_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))) "
                     "ENGINE=InnoDB"
                 )
                 current = _current_version(cur, db)
