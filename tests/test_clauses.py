@@ -143,3 +143,24 @@ def test_controller_clauses_are_checked_by_the_controller_contract() -> None:
     controller_scope = {c.id for c in CLAUSES.values() if c.scope is Scope.CONTROLLER}
     xp_ctrl = {c for c in CLAUSES if c.startswith("XP-CTRL-")}
     assert controller_scope | xp_ctrl == declared, sorted(declared ^ (controller_scope | xp_ctrl))
+
+
+def _declarations() -> dict[str, tuple[str, ...]]:
+    """qualified name of each check -> the clauses it declares."""
+    by_check: dict[str, set[str]] = {}
+    for cid, names in declared_clauses().items():
+        for name in names:
+            by_check.setdefault(name, set()).add(cid)
+    return {name: tuple(sorted(cids)) for name, cids in by_check.items()}
+
+
+def test_a_check_of_a_should_clause_declares_no_must_clause() -> None:
+    """A SHOULD failure must never make a MUST clause NOT VERIFIED (and so fail the must
+    gate): the one test that checks a SHOULD clause checks nothing else, and every check of
+    MUST clauses accepts whatever a SHOULD leaves open (see stateful's prune and claim)."""
+    mixed = {
+        name: cids for name, cids in _declarations().items()
+        if any(CLAUSES[c].level is Level.SHOULD for c in cids)
+        and any(CLAUSES[c].level is Level.MUST for c in cids)
+    }
+    assert not mixed, f"checks declaring SHOULD and MUST clauses together: {mixed}"

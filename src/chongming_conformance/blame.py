@@ -8,6 +8,12 @@ clause the check declares. No note means "blame everything it declares".
 
 This module is the one owner of the note's format: :func:`blame` writes it,
 :func:`parse_blames` reads it back out of a failure's text.
+
+A culprit read off the shape of a difference (only datetimes differ:
+TIME-UTC-ROUNDTRIP) is a guess; the culprit functions here confirm it on a fresh
+store first (:mod:`chongming_conformance.confirm`) and return :data:`UNCONFIRMED`
+when that fails, which :func:`blame` records as "blamed on nothing": the check's
+clauses are then NOT VERIFIED, never FAIL by guesswork.
 """
 
 from __future__ import annotations
@@ -19,10 +25,18 @@ from datetime import datetime
 from typing import TypeVar
 
 from .clauses import CLAUSES
-from .model import TaskSnapshot
+from .confirm import (
+    command_times_change,
+    confirmed,
+    snapshot_fields_change,
+    snapshot_times_change,
+    transition_times_change,
+)
+from .model import Command, TaskSnapshot, Transition
 
 __all__ = [
     "BLAME_NOTE",
+    "UNCONFIRMED",
     "blame",
     "blamed",
     "failure_blames",
@@ -37,6 +51,9 @@ __all__ = [
 ]
 
 BLAME_NOTE = "chongming-blame: "
+#: What a culprit function returns when its guess did not hold on a fresh store: the
+#: failure is then blamed on no clause (and on no clause by an outer rule either).
+UNCONFIRMED = "none (a guessed culprit was not confirmed on a fresh store)"
 
 T = TypeVar("T")
 
@@ -46,10 +63,18 @@ _NOTE_LINE = re.compile(r"^(?:E\s+)?" + re.escape(BLAME_NOTE) + r"(.*)$", re.MUL
 
 
 def blame(exc: BaseException, clause_ids: Iterable[str]) -> None:
-    """Note on ``exc`` the clauses it is evidence against; the first (innermost) note wins."""
+    """Note on ``exc`` the clauses it is evidence against; the first (innermost) note wins.
+
+    :data:`UNCONFIRMED` among ``clause_ids`` notes that the failure is blamed on nothing,
+    which also keeps any outer blame off it.
+    """
     if any(n.startswith(BLAME_NOTE) for n in getattr(exc, "__notes__", ())):
         return
-    ids = [c for c in clause_ids if c in CLAUSES]
+    given = list(clause_ids)
+    if UNCONFIRMED in given:
+        exc.add_note(BLAME_NOTE + UNCONFIRMED)
+        return
+    ids = [c for c in given if c in CLAUSES]
     if ids:
         exc.add_note(BLAME_NOTE + ", ".join(ids))
 
@@ -114,7 +139,7 @@ def parse_blames(text: str) -> tuple[str, ...]:
     named: dict[str, None] = {}
     for match in _NOTE_LINE.finditer(text):
         for clause_id in match.group(1).split(","):
-            if clause_id.strip():
+            if clause_id.strip() in CLAUSES:  # not "none (...)": see UNCONFIRMED
                 named[clause_id.strip()] = None
     return tuple(named)
 
@@ -135,14 +160,28 @@ def _times_only(expected: object, actual: object, differ: set[str]) -> bool:
     )
 
 
+def _times_confirmed(expected: object) -> bool:
+    """Does ``expected``, written to a fresh store and read back, come back at other times?"""
+    if isinstance(expected, TaskSnapshot):
+        return confirmed(snapshot_times_change(expected))
+    if isinstance(expected, Transition):
+        return confirmed(transition_times_change(expected))
+    if isinstance(expected, Command):
+        return confirmed(command_times_change(expected))
+    return False
+
+
 def record_culprit(expected: object, actual: object, default: str) -> str:
     """The clause a read-back record (task, transition or command) that differs from what
     was written shows broken: TIME-UTC-ROUNDTRIP when only datetimes differ (a time
-    stored in another zone, or truncated), else ``default``."""
+    stored in another zone, or truncated) and a fresh store confirms it, :data:`UNCONFIRMED`
+    when it does not, else ``default``."""
     if expected is None or actual is None or type(expected) is not type(actual):
         return default
     differ = _differing(expected, actual)
-    return "TIME-UTC-ROUNDTRIP" if _times_only(expected, actual, differ) else default
+    if _times_only(expected, actual, differ):
+        return "TIME-UTC-ROUNDTRIP" if _times_confirmed(expected) else UNCONFIRMED
+    return default
 
 
 def records_culprit(
@@ -153,8 +192,9 @@ def records_culprit(
     if len(expected) != len(actual):
         return default
     pairs = [(e, a) for e, a in zip(expected, actual, strict=True) if e != a]
-    if pairs and all(record_culprit(e, a, "") == "TIME-UTC-ROUNDTRIP" for e, a in pairs):
-        return "TIME-UTC-ROUNDTRIP"
+    if pairs and all(type(e) is type(a) and _times_only(e, a, _differing(e, a))
+                     for e, a in pairs):
+        return "TIME-UTC-ROUNDTRIP" if _times_confirmed(pairs[0][0]) else UNCONFIRMED
     return default
 
 
@@ -164,16 +204,20 @@ def snapshot_culprit(
     """The clause a read-back that differs from what was written shows broken.
 
     Only datetimes differ: TIME-UTC-ROUNDTRIP; other data fields (not the version, not
-    the lease): SNAPSHOT-FULL-ROUNDTRIP; otherwise (missing row, wrong version, wrong
-    status) the operation's own clause ``default``.
+    the lease): SNAPSHOT-FULL-ROUNDTRIP -- each only when the same snapshot, created in a
+    fresh store, comes back with the same kind of difference (:data:`UNCONFIRMED`
+    otherwise: an earlier call changed it, and this read cannot say which); otherwise
+    (missing row, wrong version, wrong status) the operation's own clause ``default``.
     """
     if expected is None or actual is None:
         return default
     differ = _differing(expected, actual)
     if _times_only(expected, actual, differ):
-        return "TIME-UTC-ROUNDTRIP"
+        return "TIME-UTC-ROUNDTRIP" if confirmed(snapshot_times_change(expected)) else (
+            UNCONFIRMED)
     if differ and not differ & {"status", "status_version", "lease_owner", "lease_until"}:
-        return "SNAPSHOT-FULL-ROUNDTRIP"
+        return "SNAPSHOT-FULL-ROUNDTRIP" if confirmed(snapshot_fields_change(expected)) else (
+            UNCONFIRMED)
     return default
 
 

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from .assertions import query_mismatch
-from .blame import blame, record_culprit, records_culprit, snapshot_culprit
+from .blame import UNCONFIRMED, blame, record_culprit, records_culprit, snapshot_culprit
+from .confirm import (
+    claim_order_follows_wall_clock,
+    confirmed,
+    query_order_follows_wall_clock,
+)
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
 __all__ = [
@@ -185,7 +190,7 @@ def query_culprits(
     wrong_way = sorted(keys, reverse=not descending)
     walls = [_wall(t.created_at) for t in result]
     if keys != right and walls == sorted(walls, reverse=descending):
-        return ("TIME-INSTANT-ORDER",)
+        return (_wall_clock_order(t.created_at for t in result),)
     if keys != right and keys == wrong_way:
         return ("QUERY-ORDER-CREATED",)
     if keys != right:
@@ -193,8 +198,15 @@ def query_culprits(
     # Ordered, but not the right prefix under a limit.
     by_wall = sorted(hits, key=lambda t: _wall(t.created_at), reverse=descending)[: len(result)]
     if sorted(_wall(t.created_at) for t in by_wall) == sorted(walls):
-        return ("TIME-INSTANT-ORDER",)
+        return (_wall_clock_order(t.created_at for t in hits),)
     return ("QUERY-ORDER-CREATED",)
+
+
+def _wall_clock_order(created: Iterable[datetime]) -> str:
+    """TIME-INSTANT-ORDER if a fresh store orders these times by wall-clock text (the guess
+    read off a wrong order), else ``UNCONFIRMED``."""
+    return ("TIME-INSTANT-ORDER" if confirmed(query_order_follows_wall_clock(list(created)))
+            else UNCONFIRMED)
 
 
 def history_culprits(
@@ -228,12 +240,19 @@ def expected_counts(tasks: Iterable[TaskSnapshot]) -> dict[TaskStatus, int]:
     return result
 
 
-def claimable(commands: Iterable[Command], now: datetime) -> list[Command]:
-    """Unfinished commands with no lease or a lease that ended at or before ``now``."""
+def claimable(
+    commands: Iterable[Command], now: datetime, *, free_at_boundary: bool = True
+) -> list[Command]:
+    """Unfinished commands with no lease or a lease that ended before ``now`` -- or at
+    ``now``, under the reading ``free_at_boundary`` (the kit's SHOULD, CLAIM-LEASE-BOUNDARY:
+    the original guide says "an expired lease" without fixing the instant, so the MUST
+    checks accept both readings; see :func:`check_claim`)."""
     return [
         c
         for c in commands
-        if c.finished_at is None and (c.lease_until is None or c.lease_until <= now)
+        if c.finished_at is None and (
+            c.lease_until is None or c.lease_until < now
+            or (free_at_boundary and c.lease_until == now))
     ]
 
 
@@ -248,16 +267,29 @@ def check_claim(
 ) -> None:
     """Valid claim: the ``limit`` oldest claimable commands (any among ties), each leased.
 
+    A lease that ends exactly at ``now`` may be read as over or as still held (the guide
+    leaves the instant open): the claim is valid if it is valid under either reading.
+    The order of the returned sequence is not checked, only which commands it holds.
     ``last_ops`` (command id -> the last call that changed it: submit, claim,
     complete, release) lets a failure be blamed on the call that left the command
     in the wrong state.
     """
     known = list(commands)
-    try:
-        _claim_ok(result, known, now=now, lease_seconds=lease_seconds, limit=limit)
-    except AssertionError as exc:
-        blame(exc, claim_culprits(result, known, now=now, limit=limit, last_ops=last_ops or {}))
-        raise
+    # The reading the store's answer suggests goes first, so its failure is the one shown.
+    free_first = any(c.lease_until == now for c in known
+                     if c.command_id in {r.command_id for r in result})
+    failures: list[AssertionError] = []
+    for free in (free_first, not free_first):
+        try:
+            _claim_ok(result, known, now=now, lease_seconds=lease_seconds, limit=limit,
+                      free_at_boundary=free)
+            return
+        except AssertionError as failure:
+            failures.append(failure)
+    shown = failures[0]
+    blame(shown, claim_culprits(result, known, now=now, limit=limit, last_ops=last_ops or {},
+                                free_at_boundary=free_first))
+    raise shown
 
 
 def _claim_ok(
@@ -267,8 +299,9 @@ def _claim_ok(
     now: datetime,
     lease_seconds: float,
     limit: int,
+    free_at_boundary: bool,
 ) -> None:
-    free = claimable(commands, now)
+    free = claimable(commands, now, free_at_boundary=free_at_boundary)
     count = min(max(limit, 0), len(free))
     what = f"claim_commands(now={now.isoformat()}, lease_seconds={lease_seconds}, limit={limit})"
     assert len(result) == count, (
@@ -308,9 +341,10 @@ def claim_culprits(
     now: datetime,
     limit: int,
     last_ops: Mapping[str, str],
+    free_at_boundary: bool = True,
 ) -> tuple[str, ...]:
     """The clause(s) a wrong claim answer shows broken; ``()`` when it cannot tell."""
-    free = claimable(commands, now)
+    free = claimable(commands, now, free_at_boundary=free_at_boundary)
     free_ids = {c.command_id for c in free}
     by_id = {c.command_id: c for c in commands}
     if len(result) > max(limit, 0):
@@ -342,9 +376,7 @@ def claim_culprits(
     if len(result) < count and missing:
         out = set()
         for c in missing:
-            if c.lease_until is not None and c.lease_until == now:
-                out.add("CLAIM-LEASE-BOUNDARY")
-            elif c.lease_until is not None:
+            if c.lease_until is not None:
                 out.add("CLAIM-EXPIRED-RECLAIM")
             else:
                 op = last_ops.get(c.command_id)
@@ -360,7 +392,8 @@ def claim_culprits(
     walls = sorted(_wall(c.created_at) for c in result)
     by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
     if walls == by_wall:
-        return ("TIME-INSTANT-ORDER",)
+        probe = claim_order_follows_wall_clock([c.created_at for c in free])
+        return ("TIME-INSTANT-ORDER" if confirmed(probe) else UNCONFIRMED,)
     return ("CLAIM-ORDER",)
 
 
@@ -416,6 +449,8 @@ class Model:
     #: command id -> the last call that changed it (submit, claim, complete, release):
     #: what a wrong claim is blamed on.
     last_ops: dict[str, str] = field(default_factory=dict)
+    #: Commands of pruned tasks: a store may or may not still hold them (see adopt_prune).
+    orphans: set[str] = field(default_factory=set)
 
     def create(self, snapshot: TaskSnapshot) -> bool:
         """True if created; False means the store must raise StoreError and change nothing."""
@@ -506,10 +541,29 @@ class Model:
         if command is not None:
             self.last_ops[command_id] = "release"
 
-    def adopt_prune(self, dropped: Iterable[str]) -> None:
-        """Drop the (already validated) tasks with their history and commands."""
+    def adopt_prune(self, dropped: Iterable[str]) -> list[str]:
+        """Drop the (already validated) tasks with their history; return the ids of their
+        commands, which become *orphans*.
+
+        Whether prune drops a pruned task's commands is a SHOULD (PRUNE-COMMANDS): a
+        store may keep them. So the model cannot know whether an orphan is still stored.
+        It keeps the orphans, and a caller settles the ambiguity: completing an unfinished
+        orphan (a no-op where the store dropped it) makes it unclaimable either way, and
+        :meth:`settle_submit` adopts the store's answer when an orphan's id is submitted
+        again.
+        """
         gone = set(dropped)
         for task_id in gone:
             del self.tasks[task_id]
         self.history = {k: v for k, v in self.history.items() if k[0] not in gone}
-        self.commands = {k: c for k, c in self.commands.items() if c.task_id not in gone}
+        found = sorted(cid for cid, c in self.commands.items() if c.task_id in gone)
+        self.orphans.update(found)
+        return found
+
+    def settle_submit(self, command: Command, accepted: bool) -> None:
+        """A command whose id was an orphan's was submitted: adopt what the store did
+        (accepted: it had dropped the orphan; refused: it had kept it)."""
+        self.orphans.discard(command.command_id)
+        if accepted:
+            self.commands[command.command_id] = command
+            self.last_ops[command.command_id] = "submit"

@@ -50,6 +50,7 @@ from .codec import (
     snapshot_to_row,
     transition_to_row,
 )
+from .confirm import confirming
 from .errors import ConcurrencyConflict
 from .hypothesis_profiles import active_settings
 from .model import Command, TaskQuery, TaskSnapshot, TaskStatus, Transition
@@ -77,7 +78,6 @@ _APPENDS = st.lists(
     ),
     max_size=12,
 )
-_POSITIVE_LEASES = cst.lease_seconds().filter(lambda s: s > 0)
 _MAYBE_PROGRESS = st.none() | cst.progresses()
 _MAYBE_TIME = st.none() | cst.aware_datetimes()
 _MAYBE_TEXT = st.none() | cst.texts()
@@ -189,8 +189,13 @@ class StoreProperties(StoreSeam):
     hypothesis_settings: ClassVar[settings | None] = None
 
     def run_property(self, test: Callable[..., None], **strategies: Any) -> None:
-        """Run ``test`` under hypothesis with this class's settings (for subclasses' own)."""
-        _run(test, self.hypothesis_settings, **strategies)
+        """Run ``test`` under hypothesis with this class's settings (for subclasses' own).
+
+        A culprit guessed from the shape of a difference is checked on a fresh store
+        before it is blamed (confirm.py).
+        """
+        with confirming(self.opened_store):
+            _run(test, self.hypothesis_settings, **strategies)
 
     # -- round-trips ----------------------------------------------------------------
     @checks(
@@ -204,7 +209,13 @@ class StoreProperties(StoreSeam):
         """create/get and save/get return every field unchanged; save carries the lease."""
 
         def prop(first: TaskSnapshot, second: TaskSnapshot) -> None:
-            second = replace(second, task_id=first.task_id)
+            # The save's version rises above expect_version (a store may refuse one that
+            # does not: left open by the guide), by a gap of any size.
+            first = replace(first, status_version=min(first.status_version, cst.INT64_MAX - 1))
+            room = cst.INT64_MAX - first.status_version
+            second = replace(second, task_id=first.task_id,
+                             status_version=first.status_version + 1
+                             + second.status_version % room)
             with self.opened_store() as store:
                 blamed(("CREATE-THEN-GET",), lambda: store.create(first))
                 same_snapshot(
@@ -282,7 +293,7 @@ class StoreProperties(StoreSeam):
                     store.submit_command(command)
                     model.submit(command)
                 for _ in range(data.draw(st.integers(1, 3), label="claims")):
-                    lease = data.draw(_POSITIVE_LEASES, label="lease")
+                    lease = data.draw(cst.lease_seconds(), label="lease")
                     limit = data.draw(cst.limits(), label="limit")
                     claimed = list(
                         store.claim_commands(now=now, lease_seconds=lease, limit=limit)
@@ -316,8 +327,9 @@ class StoreProperties(StoreSeam):
             with self.opened_store() as store:
                 first = at_version(path[0])
                 missing = ("SAVE-MISSING-RAISES",)
+                ghost = at_version(path[1])  # rising: path is strictly increasing
                 blamed(missing, lambda: _conflict(
-                    lambda: store.save(first, expect_version=path[0]), "save() of a missing task"
+                    lambda: store.save(ghost, expect_version=path[0]), "save() of a missing task"
                 ))
                 blamed(missing, lambda: _same(
                     None, read_task(store, "skip", exists=False), "get() after it"
@@ -328,10 +340,14 @@ class StoreProperties(StoreSeam):
                     new = at_version(version)
                     held = stored.status_version
                     wrong = {held - 1, held + 1, version, data.draw(cst.versions(), label="other")}
-                    for expect in sorted(w for w in wrong if w != held and 0 <= w <= cst.INT64_MAX):
-                        what = f"save(v{version}, expect_version={expect}) over v{held}"
+                    for expect in sorted(w for w in wrong if w != held and 0 <= w < cst.INT64_MAX):
+                        # Rising above this expect_version too: only the mismatch is wrong.
+                        attempt = replace(new, status_version=max(version, expect + 1))
+                        what = (f"save(v{attempt.status_version}, expect_version={expect}) "
+                                f"over v{held}")
                         blamed(_CONFLICT, functools.partial(
-                            _conflict, functools.partial(store.save, new, expect_version=expect),
+                            _conflict,
+                            functools.partial(store.save, attempt, expect_version=expect),
                             what,
                         ))
                         blamed(_CONFLICT, functools.partial(
@@ -376,7 +392,9 @@ class StoreProperties(StoreSeam):
                     if kind == "save":
                         held = model.version_of(task_id)
                         assert held is not None
-                        gap = data.draw(st.sampled_from((0, 1, 2, 1000)), label="gap")
+                        gap = data.draw(st.sampled_from((1, 2, 1000)), label="gap")
+                        if held + gap > cst.INT64_MAX:
+                            continue  # no room to rise: a non-rising save is left open
                         new = replace(
                             data.draw(_ANY_SNAPSHOT, label="save"),
                             task_id=task_id,
@@ -455,6 +473,8 @@ class StoreProperties(StoreSeam):
                 for index, status in moves if tasks else ():
                     current = model.tasks[tasks[index % len(tasks)].task_id]
                     held = current.status_version
+                    if held >= cst.INT64_MAX:
+                        continue  # no room to rise: a non-rising save is left open
                     new = replace(current, status=status,
                                   status_version=min(held + 1, cst.INT64_MAX))
                     store.save(new, expect_version=held)

@@ -36,9 +36,10 @@ generating it would report bugs that are not bugs:
   ``0 .. 2**63 - 1``, the range of SQL ``BIGINT`` (every mainstream backend's
   64-bit integer), with the boundaries 0, 1, ``2**31 - 1``, ``2**31``, ``2**53``
   and ``2**63 - 1`` drawn often.
-* **lease durations** (:func:`lease_seconds`): whole seconds plus a few binary
-  fractions (0.25, 0.5, 1.5), so ``now + lease_seconds`` is exact to the
-  microsecond in every arithmetic a backend might use.
+* **lease durations** (:func:`lease_seconds`): positive, whole seconds and binary
+  fractions (0.125, 0.25, 1.5, any number of quarter seconds), so
+  ``now + lease_seconds`` is exact to the microsecond in every arithmetic a backend
+  might use. A lease of 0 or less is left open by the guide and never generated.
 """
 
 from __future__ import annotations
@@ -289,10 +290,15 @@ def limits() -> SearchStrategy[int]:
 
 @functools.lru_cache(maxsize=512)
 def lease_seconds() -> SearchStrategy[float]:
-    """Lease durations that are exact to the microsecond: 0, whole seconds, binary fractions."""
+    """Positive lease durations exact to the microsecond: whole seconds and binary fractions.
+
+    Never 0 or less: the guide leaves a non-positive lease open, and a store may refuse it.
+    Fractions come often: a store that keeps whole seconds (Redis ``EX``, an integer
+    column) holds a 1.5 s lease for 1 s or 2 s.
+    """
     return st.one_of(
-        st.sampled_from((0.0, 0.25, 0.5, 1.0, 1.5, 30.0)),
-        st.integers(min_value=0, max_value=86_400).map(float),
+        st.sampled_from((0.125, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.5, 30.0)),
+        st.integers(min_value=1, max_value=86_400 * 4).map(lambda quarters: quarters / 4),
     )
 
 

@@ -127,12 +127,35 @@ def test_blamed_failure_is_evidence_only_against_the_blamed_clause() -> None:
         shared_available=True,
     )
     assert outcome(got, "SAVE-KEEPS-LEASE") == FAIL
-    assert outcome(got, "CREATE-THEN-GET") == PASS  # its other check passed
+    # Another check of it passed, but one that declares it failed: never PASS beside that.
+    assert outcome(got, "CREATE-THEN-GET") == NOT_VERIFIED
     assert outcome(got, "SAVE-CAS") == NOT_VERIFIED  # its only check failed elsewhere
     [cas] = [r for r in got.results if r.clause.id == "SAVE-CAS"]
-    assert cas.note == (
-        "not proven: runTest failed on SAVE-KEEPS-LEASE first (a knock-on)"
+    assert cas.note == "not proven: runTest failed on SAVE-KEEPS-LEASE (a knock-on)"
+
+
+def test_a_blame_on_a_clause_the_test_does_not_declare_is_no_evidence() -> None:
+    """The audit's case: a state-machine failure guessed to be TIME-UTC-ROUNDTRIP, a clause the
+    machine does not declare. Nothing FAILs on a guess, nothing PASSes beside the failure."""
+    machine = TestResult(MACHINE, "failed", message="x", blames=("TIME-UTC-ROUNDTRIP",))
+    declared = ("RELEASE-NOT-COMPLETE", "CLAIM-ORDER")
+    got = assess(
+        records(
+            (machine, declared),
+            (suite_test("test_release", "passed"), ("RELEASE-NOT-COMPLETE",)),
+            (suite_test("test_time", "passed"), ("TIME-UTC-ROUNDTRIP",)),
+        ),
+        Capabilities(),
+        shared_available=True,
+        gate="must",
     )
+    assert outcome(got, "TIME-UTC-ROUNDTRIP") == PASS  # its own check passed; no guess counts
+    [release] = [r for r in got.results if r.clause.id == "RELEASE-NOT-COMPLETE"]
+    assert release.outcome == NOT_VERIFIED
+    assert release.note == ("not proven: runTest failed, blamed on TIME-UTC-ROUNDTRIP, which it "
+                            "does not check (not taken as evidence against any clause)")
+    assert got.gate_passed is False
+    assert got.verdict.startswith("does not conform: 1 suite test(s) failed")
 
 
 def test_unblamed_failure_of_a_many_clause_check_fails_none_but_the_store_does_not_conform(

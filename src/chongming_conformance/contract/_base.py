@@ -26,6 +26,7 @@ from ..blame import (
     snapshot_culprit,
     touch_culprit,
 )
+from ..confirm import confirming
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
 from ..protocol import TaskStore
 from ..samples import adversarial_values, snapshot
@@ -92,6 +93,7 @@ class ContractBase(StoreSeam):
 
     store: TaskStore
     _stack: contextlib.ExitStack
+    _confirming: contextlib.AbstractContextManager[None] | None = None
     #: Set True in a subclass whose store holds NUL (U+0000) in text: the
     #: adversarial samples then include it. NUL is outside the text domain
     #: (PostgreSQL ``text`` cannot hold it), so the default leaves it out.
@@ -113,8 +115,16 @@ class ContractBase(StoreSeam):
         except BaseException:
             self.close_stack(self._stack)
             raise
+        # A culprit guessed from the shape of a difference is checked on a fresh store
+        # before it is blamed (confirm.py); undone first at teardown.
+        self._confirming = confirming(self.opened_store)
+        self._confirming.__enter__()
 
     def teardown_method(self, method: object = None) -> None:
+        confirming_ = getattr(self, "_confirming", None)
+        if confirming_ is not None:
+            self._confirming = None
+            confirming_.__exit__(None, None, None)
         self.close_stack(self._stack)
 
     # -- preconditions --------------------------------------------------------------------

@@ -29,6 +29,9 @@ class HistoryContract(ContractBase):
     # ========================================================================================
     @checks("APPEND-IDEMPOTENT")
     def test_append_idempotent__replay_leaves_one_row(self) -> None:
+        # Every append is for a task that exists: an append for a task that was never
+        # created is left open by the guide (a foreign key may refuse it).
+        self._given(snapshot("t-1"))
         rows = [transition("t-1", v, when=v) for v in (1, 2, 3)]
         for row in rows:
             self.store.append(row)
@@ -39,6 +42,7 @@ class HistoryContract(ContractBase):
 
     @checks("APPEND-FIRST-WINS")
     def test_append_first_wins__conflicting_replay_keeps_first(self) -> None:
+        self._given(snapshot("t-1"))
         first = transition("t-1", 1, reason="first")
         self.store.append(first)
         self.store.append(transition("t-1", 1, to=TaskStatus.FAILED, reason="second"))
@@ -46,12 +50,14 @@ class HistoryContract(ContractBase):
 
     @checks("HISTORY-ORDERED")
     def test_history_ordered__ascending_whatever_append_order(self) -> None:
+        self._given(snapshot("t-1"))
         for v in (7, 2, 4, 1):
             self.store.append(transition("t-1", v, when=v))
         assert _versions(self.store.history("t-1")) == [1, 2, 4, 7]
 
     @checks("HISTORY-SINCE")
     def test_history_since__strictly_greater(self) -> None:
+        self._given(snapshot("t-1"))
         for v in (1, 2, 4, 7):
             self.store.append(transition("t-1", v, when=v))
         assert _versions(self.store.history("t-1")) == [1, 2, 4, 7], "default since_version=0"
@@ -63,6 +69,7 @@ class HistoryContract(ContractBase):
 
     @checks("HISTORY-PER-TASK")
     def test_history_per_task__only_that_task(self) -> None:
+        self._given(snapshot("t-1"), snapshot("t-10", created=1))
         for v in (1, 2, 3):
             self.store.append(transition("t-1", v, when=v))
             self.store.append(transition("t-10", v, when=v, reason="other"))
@@ -73,6 +80,7 @@ class HistoryContract(ContractBase):
     @checks("HISTORY-PER-TASK")
     def test_history_per_task__adversarial_task_ids(self) -> None:
         values = self._adversarial_values()
+        self._given(*(snapshot(value, created=i) for i, value in enumerate(values)))
         for i, value in enumerate(values):
             self.store.append(transition(value, 1, when=i, reason=value))
         for i, value in enumerate(values):
@@ -94,6 +102,7 @@ class HistoryContract(ContractBase):
 
     @checks("TRANSITION-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
     def test_transition_roundtrip__every_field(self) -> None:
+        self._given(snapshot("t-1"))
         full = full_transition("t-1", 3)
         first = Transition("t-1", 1, None, TaskStatus.PENDING, at(0, ST_JOHNS), None)
         self.store.append(full)

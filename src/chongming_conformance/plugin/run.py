@@ -28,6 +28,7 @@ from ..report import (
     build_document,
     describe_environment,
     dumps,
+    exit_status,
     mask_secrets,
     render_gate,
     render_markdown,
@@ -131,8 +132,11 @@ class ConformanceRun:
         self.assessment = assessment = assess(
             records, kit.capabilities, shared_available=shared, gate=options.gate
         )
-        if assessment.gate_passed is False and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        # With a gate the exit status is the gate's (a SHOULD failure does not fail a must
+        # gate); without one it stays pytest's. Decided in report.outcomes, with the verdict.
+        session.exitstatus = pytest.ExitCode(
+            exit_status(assessment.gate_passed, int(session.exitstatus))
+        )
         stress = kit.stress_profile
         settings = RunSettings(
             started=self.started,

@@ -1,32 +1,22 @@
-"""Reading ``chongming-blame:`` notes back out of a failure's text.
+"""Reading ``chongming-blame:`` notes back out of a failure's text, for the report.
 
-:mod:`chongming_conformance.blame` owns the note (it writes ``BLAME_NOTE`` +
-clause ids onto an exception); this is its one reader. pytest prints exception
-notes as ``E   chongming-blame: ID, ID`` lines, so the pattern allows that prefix.
+:mod:`chongming_conformance.blame` owns the note: it writes it (``blame``) and reads it
+(``parse_blames``, re-exported here); :func:`blamed_among` narrows a failure's blames
+to the clauses its test declares.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from ..blame import BLAME_NOTE
+from ..blame import parse_blames
 
 __all__ = ["blamed_among", "parse_blames"]
 
-_NOTE_LINE = re.compile(r"^(?:E\s+)?" + re.escape(BLAME_NOTE.strip()) + r"\s*(.*)$", re.MULTILINE)
-
-
-def parse_blames(text: str) -> tuple[str, ...]:
-    """Every clause id any blame note in ``text`` names, sorted and without repeats."""
-    named = {c.strip() for m in _NOTE_LINE.finditer(text) for c in m.group(1).split(",")}
-    return tuple(sorted(n for n in named if n))
-
 
 def blamed_among(text: str, declared: Iterable[str]) -> tuple[str, ...]:
-    """The clauses a failure's notes name, among those its test declares.
+    """The clauses a failure's notes name, among those its test declares (sorted).
 
-    Empty (blame everything the test declares) when there is no note or it names
-    none of the declared clauses -- the conservative reading.
+    Empty when there is no note or it names none of the declared clauses.
     """
     return tuple(sorted(set(parse_blames(text)) & set(declared)))

@@ -1,25 +1,41 @@
 """Per-clause outcomes, the gate and the verdict, decided from plain records.
 
+The one invariant: **a clause is PASS only if every test that declares it
+passed.** A failing test makes each clause it declares FAIL (when the failure
+is evidence against that clause) or NOT VERIFIED (with a note naming the test
+and what did fail) -- never PASS. :func:`evaluate` keeps it by construction and
+``tests/report/test_outcome_properties.py`` checks it over generated records.
+
 Outcomes, decided per clause from the tests that declare it with ``checks``:
 
-* PASS -- at least one test checking it ran and every one passed.
+* PASS -- at least one test checking it ran, and every one passed.
 * FAIL -- a test checking it failed *on it*: the failure's blame note names
   it, or (no note) the test checks this clause alone; or a declared deviation's
   tests all passed (the declaration is stale). Never by association.
 * NOT VERIFIED -- no test checking it ran to completion (none exists,
   deselected, skipped, stopped early); a test checking it failed on another
-  clause first (a knock-on) or failed in set-up, opening the store, before it
-  checked anything; a cross-process clause whose scenario failed while a
-  single-process clause it relies on (``clauses.PREREQUISITES``) FAILs; or,
-  checking many clauses, failed without naming one (the note names the test and
-  the clause that did fail); every ``review``
-  clause (with a note);
-  every ``cross_process`` clause when no shared store was available.
+  clause (a knock-on), failed in set-up before it checked anything, or failed
+  without naming a clause (the note names the test and what failed); a
+  cross-process clause whose scenario failed while a single-process clause it
+  relies on (``clauses.PREREQUISITES``) FAILs; every ``review`` clause (with a
+  note); every ``cross_process`` clause when no shared store was available.
 * UNSUPPORTED -- the store declared the capability the clause needs absent.
 * DEVIATION -- the store declared a deviation and its tests failed as expected.
 
-Any failing suite test makes the verdict "does not conform", even one no clause
-could be blamed for.
+*Decision -- a failure blamed on a clause the failing test does not declare*: the
+blame is not evidence against that clause (the test never set out to check it,
+and such a blame is a guess the test could not confirm); the clauses the test
+does declare are NOT VERIFIED, and the note names the undeclared blame. The kit's
+checks declare every clause they can blame (``stateful.STATE_MACHINE_CLAUSES`` is
+derived from its rules), so this only happens to a check someone wrote wrong.
+
+The verdict, the gate and the exit status come from one function,
+:func:`conclude`, so they cannot disagree: with ``--chongming-gate=must`` the run
+passes iff it is complete and every gated MUST clause is PASS, UNSUPPORTED or
+DEVIATION (and no suite test failed without declaring a clause); SHOULD and
+review clauses do not matter to it. ``should`` also requires every gated SHOULD
+clause to pass. Without a gate, the exit status is pytest's own
+(:func:`exit_status`).
 
 A run is *partial* (its verdict is no conformance claim and no gate passes)
 when the suite was narrowed, deselected, stopped early or not collected at all.
@@ -47,12 +63,14 @@ from .records import (
 
 __all__ = [
     "Assessment",
+    "Conclusion",
     "assess",
+    "conclude",
     "evaluate",
+    "exit_status",
     "gate_failures",
     "partial_reasons",
     "summary_counts",
-    "verdict",
 ]
 
 
@@ -69,13 +87,19 @@ def _against(test: TestResult, cid: str, declared: Mapping[str, set[str]]) -> bo
     return declared.get(test.nodeid, {cid}) == {cid}
 
 
-def _not_proven(elsewhere: Sequence[TestResult]) -> str:
+def _not_proven(elsewhere: Sequence[TestResult], declared: Mapping[str, set[str]]) -> str:
     """Why a clause whose checks failed for other reasons stays unproven (names them)."""
     parts = []
     for t in elsewhere:
         name = t.nodeid.rsplit("::", 1)[-1]
-        if t.blames:
-            parts.append(f"{name} failed on {', '.join(t.blames)} first (a knock-on)")
+        own = declared.get(t.nodeid, set())
+        named = [c for c in t.blames if c in own]
+        foreign = [c for c in t.blames if c not in own]
+        if named:
+            parts.append(f"{name} failed on {', '.join(named)} (a knock-on)")
+        elif foreign:
+            parts.append(f"{name} failed, blamed on {', '.join(foreign)}, which it does not "
+                         "check (not taken as evidence against any clause)")
         elif t.failed_in_setup:
             parts.append(f"{name} failed in set-up, before it checked anything (opening "
                          "the store raised)")
@@ -111,19 +135,20 @@ def _evaluate_one(
             "store's module); none was available",
             tests,
         )
-    # The rule: a failure is evidence against a clause only if it is blamed on it, or
-    # the test checks that clause alone. A failure blamed on other clauses (a knock-on:
-    # the lease test's setup tripping over a touch bug) or blamed on nothing while the
-    # test checks many clauses proves nothing about this one: NOT VERIFIED, with a note.
-    elsewhere = [t for t in tests if t.outcome == "failed" and not _against(t, cid, declared)]
-    tests_here = [t for t in tests if t not in elsewhere]
-    failed = [t for t in tests_here if t.outcome == "failed"]
+    # A failure is evidence against a clause only if it is blamed on it, or the test checks
+    # that clause alone. Any other failure of a test declaring it (a knock-on, a set-up
+    # failure, a failure blamed on nothing or on a clause the test does not check) proves
+    # nothing about it either way: NOT VERIFIED, with a note -- never PASS beside it.
+    failed = [t for t in tests if t.outcome == "failed" and _against(t, cid, declared)]
+    elsewhere = [t for t in tests if t.outcome == "failed" and t not in failed]
     if cid in capabilities.deviations:
         reason = capabilities.deviations[cid]
         xfailed = [t for t in tests if t.outcome == "xfailed"]
         stale = [t for t in tests if t.outcome == "xpassed"]
         if failed:
             return ClauseResult(clause, FAIL, f"failed: {_names(failed)}", tests)
+        if elsewhere:
+            return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared), tests)
         if xfailed:
             return ClauseResult(clause, DEVIATION, f"declared deviation: {reason}", tests)
         if stale:
@@ -137,18 +162,15 @@ def _evaluate_one(
         return ClauseResult(clause, NOT_VERIFIED, "no test checking it ran", tests)
     if failed:
         return ClauseResult(clause, FAIL, f"failed: {_names(failed)}", tests)
-    # A strict xpass of a test deviating from *another* clause still passed all its checks.
-    passed = [t for t in tests_here if t.outcome in ("passed", "xpassed")]
-    incomplete = [t for t in tests_here if t.outcome not in ("passed", "xpassed")]
     if not tests:
         return ClauseResult(clause, NOT_VERIFIED, "no test in this run checks it", tests)
-    if not tests_here:
-        # Its only checks failed for another reason before proving it.
-        return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere), tests)
+    if elsewhere:
+        return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared), tests)
+    # A strict xpass of a test deviating from *another* clause still passed all its checks.
+    incomplete = [t for t in tests if t.outcome not in ("passed", "xpassed")]
     if incomplete:
         why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" for t in incomplete)
         return ClauseResult(clause, NOT_VERIFIED, f"not every test checking it ran: {why}", tests)
-    assert passed
     return ClauseResult(clause, PASS, None, tests)
 
 
@@ -234,32 +256,68 @@ def partial_reasons(records: SuiteRecords) -> list[str]:
     return reasons
 
 
-def verdict(
-    results: Sequence[ClauseResult], reasons: Sequence[str], failed_tests: int = 0
-) -> str:
-    """The one-line answer: does the store conform, judged on gated MUST clauses.
+@dataclass(frozen=True)
+class Conclusion:
+    """The verdict line and the gate of one run, decided together (see :func:`conclude`)."""
 
-    ``failed_tests`` suite tests failed without any FAIL clause to show for it: even
-    when no clause could be blamed, a failing test means the store does not conform.
+    verdict: str
+    #: None without a gate.
+    gate_passed: bool | None
+
+
+def _failing(results: Iterable[ClauseResult], level: Level) -> tuple[list[ClauseResult], ...]:
+    gated = [r for r in results if r.gated and r.clause.level is level]
+    return ([r for r in gated if r.outcome == FAIL],
+            [r for r in gated if r.outcome == NOT_VERIFIED])
+
+
+def conclude(
+    results: Sequence[ClauseResult],
+    reasons: Sequence[str],
+    gate: str | None,
+    failed_tests: int = 0,
+) -> Conclusion:
+    """The verdict and the gate from the clause outcomes: the one place both are decided.
+
+    ``failed_tests`` counts the failed suite tests that bear on MUST-level conformance
+    (they declare a gated MUST clause, or no clause at all). With no MUST clause FAIL,
+    such a failure still means the store misbehaved where no clause could be blamed:
+    its clauses are NOT VERIFIED, and the verdict says the store does not conform.
     """
-    if reasons:
-        return PARTIAL_BANNER
-    must = [r for r in results if r.gated and r.clause.level is Level.MUST]
-    failed = [r for r in must if r.outcome == FAIL]
-    unverified = [r for r in must if r.outcome == NOT_VERIFIED]
+    must_failed, must_unverified = _failing(results, Level.MUST)
+    should_failed, should_unverified = _failing(results, Level.SHOULD)
     deviating = [r for r in results if r.outcome == DEVIATION]
-    if failed:
-        return f"does not conform: {len(failed)} MUST clause(s) FAIL"
-    if failed_tests:
-        return (
-            f"does not conform: {failed_tests} suite test(s) failed without a FAIL clause "
-            "(see the NOT VERIFIED notes)"
-        )
-    if unverified:
-        return f"not proven: {len(unverified)} MUST clause(s) NOT VERIFIED, none FAIL"
-    if deviating:
-        return f"conforms except {len(deviating)} declared deviation(s)"
-    return "conforms: every gated MUST clause PASS or UNSUPPORTED by declaration"
+    if reasons:
+        text = PARTIAL_BANNER
+    elif must_failed:
+        text = f"does not conform: {len(must_failed)} MUST clause(s) FAIL"
+    elif failed_tests:
+        text = (f"does not conform: {failed_tests} suite test(s) failed without a FAIL clause "
+                "(see the NOT VERIFIED notes)")
+    elif must_unverified:
+        text = f"not proven: {len(must_unverified)} MUST clause(s) NOT VERIFIED, none FAIL"
+    else:
+        text = ("conforms except " + f"{len(deviating)} declared deviation(s)" if deviating
+                else "conforms: every gated MUST clause PASS or UNSUPPORTED by declaration")
+        if should_failed or should_unverified:
+            text += (f"; SHOULD: {len(should_failed)} FAIL, {len(should_unverified)} NOT "
+                     "VERIFIED")
+    conforms = text.startswith("conforms")
+    if gate is None:
+        return Conclusion(text, None)
+    should_ok = not should_failed and not should_unverified
+    return Conclusion(text, conforms and (gate == "must" or should_ok))
+
+
+def exit_status(gate_passed: bool | None, pytest_status: int) -> int:
+    """The run's exit status: the gate's when a gate was given, else pytest's own.
+
+    pytest's statuses that say the run itself went wrong (interrupted 2, internal error 3,
+    usage error 4, no tests 5) are kept whatever the gate says.
+    """
+    if gate_passed is None or pytest_status not in (0, 1):
+        return pytest_status
+    return 0 if gate_passed else 1
 
 
 @dataclass(frozen=True)
@@ -271,30 +329,24 @@ class Assessment:
     partial_reasons: list[str]
     gate: str | None
     gate_failed: list[ClauseResult]
-    verdict: str
+    conclusion: Conclusion
 
     @property
     def partial(self) -> bool:
         return bool(self.partial_reasons)
 
     @property
+    def verdict(self) -> str:
+        return self.conclusion.verdict
+
+    @property
     def gate_passed(self) -> bool | None:
         """None without a gate; a partial run never passes one."""
-        if self.gate is None:
-            return None
-        return not self.gate_failed and not self.partial
+        return self.conclusion.gate_passed
 
     @property
     def summary(self) -> dict[str, dict[str, int]]:
         return summary_counts(self.results)
-
-
-def _unaccounted_failures(
-    records: SuiteRecords, results: Sequence[ClauseResult]
-) -> list[TestResult]:
-    """Failed suite tests that no FAIL clause reports (knock-ons, unattributed failures)."""
-    shown = {t.nodeid for r in results if r.outcome == FAIL for t in r.failing_tests}
-    return [t for t in records.tests.values() if t.outcome == "failed" and t.nodeid not in shown]
 
 
 def assess(
@@ -315,11 +367,16 @@ def assess(
             by_clause.setdefault(cid, []).append(test)
     results = evaluate(by_clause, capabilities, shared_available=shared_available)
     reasons = partial_reasons(records)
+    must = {r.clause.id for r in results if r.gated and r.clause.level is Level.MUST}
+    failed_tests = sum(
+        1 for nodeid, cids in records.declared.items()
+        if records.result(nodeid).outcome == "failed" and (not cids or must & set(cids))
+    )
     return Assessment(
         results=results,
         unmapped=unmapped,
         partial_reasons=reasons,
         gate=gate,
         gate_failed=gate_failures(results, gate) if gate else [],
-        verdict=verdict(results, reasons, len(_unaccounted_failures(records, results))),
+        conclusion=conclude(results, reasons, gate, failed_tests),
     )

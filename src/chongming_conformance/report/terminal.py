@@ -63,6 +63,7 @@ def render_gate(doc: Mapping[str, Any], failed_ids: Sequence[str]) -> tuple[str,
         return f"chongming gate ({gate}): passed", "green"
     ids = list(failed_ids)
     why = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+    why = why or str(doc["verdict"])
     if doc["run"]["partial"]:
         why = f"partial run; {why}" if ids else "partial run"
     return f"chongming gate ({gate}): FAILED ({why})", "red"

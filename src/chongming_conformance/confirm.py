@@ -1,0 +1,197 @@
+"""Confirming a guessed culprit on a fresh store before blaming it.
+
+Some blames are read off the *shape* of a wrong answer: only datetimes differ,
+so the store must mangle time (TIME-UTC-ROUNDTRIP); other data fields differ,
+so it must mangle that field (SNAPSHOT-FULL-ROUNDTRIP); the order follows the
+wall clock, so it must compare text (TIME-INSTANT-ORDER). The shape can lie: a
+``release_command`` that re-queues a command with a new ``created_at`` makes the
+next claim differ "only in a datetime", yet times round-trip perfectly. Blaming
+the guess would FAIL a clause the store keeps, and mark nothing wrong where the
+real bug is.
+
+So a guess is only a *suspect*. The check bases install a confirmer
+(:func:`confirming`) that opens a fresh store through their seam; a culprit
+function asks :func:`confirmed` to run a targeted probe there -- write the very
+record that came back wrong, read it back, and see whether the same kind of
+difference appears. Confirmed: the guess is blamed. Not confirmed (or no
+confirmer, or the probe itself failed): the failure is left unattributed
+(:func:`chongming_conformance.blame.unattributed`), so the clauses the check
+declares are NOT VERIFIED and the report quotes the difference -- never FAIL by
+guesswork, never PASS beside the failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import fields, replace
+from datetime import UTC, datetime
+
+from .model import Command, CommandKind, TaskSnapshot, TaskStatus, Transition
+from .protocol import TaskStore
+
+__all__ = [
+    "Probe",
+    "claim_order_follows_wall_clock",
+    "command_times_change",
+    "confirmed",
+    "confirming",
+    "query_order_follows_wall_clock",
+    "snapshot_fields_change",
+    "snapshot_times_change",
+    "transition_times_change",
+]
+
+#: A targeted re-check: given a fresh, empty store, True if the suspected bug shows.
+Probe = Callable[[TaskStore], bool]
+
+_CONFIRMER: ContextVar[Callable[[Probe], bool] | None] = ContextVar(
+    "chongming_confirmer", default=None
+)
+_FAR_FUTURE = datetime(2199, 1, 1, tzinfo=UTC)
+_ids = itertools.count()
+
+
+@contextlib.contextmanager
+def confirming(open_store: Callable[[], contextlib.AbstractContextManager[TaskStore]]
+               ) -> Iterator[None]:
+    """Within the block, :func:`confirmed` runs probes on stores ``open_store`` opens."""
+
+    def confirm(probe: Probe) -> bool:
+        with open_store() as store:
+            return probe(store)
+
+    token = _CONFIRMER.set(confirm)
+    try:
+        yield
+    finally:
+        _CONFIRMER.reset(token)
+
+
+def confirmed(probe: Probe) -> bool:
+    """Whether ``probe`` reproduces the suspected bug on a fresh store.
+
+    False without a confirmer, and False when the probe raises: a store that cannot
+    even run the probe has not shown *that* bug.
+    """
+    confirm = _CONFIRMER.get()
+    if confirm is None:
+        return False
+    _CONFIRMER.set(None)  # a probe's own failures never probe again
+    try:
+        return confirm(probe)
+    except Exception:
+        return False
+    finally:
+        _CONFIRMER.set(confirm)
+
+
+def _fresh_id(prefix: str) -> str:
+    return f"chongming-probe-{prefix}-{next(_ids)}"
+
+
+def _times(record: object) -> dict[str, object]:
+    return {f.name: getattr(record, f.name) for f in fields(record)  # type: ignore[arg-type]
+            if isinstance(getattr(record, f.name), datetime)}
+
+
+def _others(record: object, skip: Sequence[str]) -> dict[str, object]:
+    return {f.name: getattr(record, f.name) for f in fields(record)  # type: ignore[arg-type]
+            if f.name not in skip and not isinstance(getattr(record, f.name), datetime)}
+
+
+def _created(store: TaskStore, snapshot: TaskSnapshot) -> TaskSnapshot | None:
+    probe = replace(snapshot, task_id=_fresh_id("task"))
+    store.create(probe)
+    got = store.get(probe.task_id)
+    return None if got is None else replace(got, task_id=snapshot.task_id)
+
+
+def snapshot_times_change(snapshot: TaskSnapshot) -> Probe:
+    """create + get of ``snapshot``: does a datetime come back as another instant?"""
+
+    def probe(store: TaskStore) -> bool:
+        got = _created(store, snapshot)
+        return got is not None and _times(got) != _times(snapshot)
+
+    return probe
+
+
+def snapshot_fields_change(snapshot: TaskSnapshot) -> Probe:
+    """create + get of ``snapshot``: does a field other than times and the version change?"""
+
+    def probe(store: TaskStore) -> bool:
+        got = _created(store, snapshot)
+        skip = ("task_id",)
+        return got is not None and _others(got, skip) != _others(snapshot, skip)
+
+    return probe
+
+
+def transition_times_change(transition: Transition) -> Probe:
+    """append + history of ``transition`` (for a task created first): is ``at`` moved?"""
+
+    def probe(store: TaskStore) -> bool:
+        task_id = _fresh_id("history")
+        at = transition.at
+        store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at))
+        store.append(replace(transition, task_id=task_id))
+        rows = [r for r in store.history(task_id) if r.version == transition.version]
+        return len(rows) == 1 and rows[0].at != transition.at
+
+    return probe
+
+
+def command_times_change(command: Command) -> Probe:
+    """submit + claim of ``command``: does ``created_at`` (or the lease) come back moved?"""
+
+    def probe(store: TaskStore) -> bool:
+        sent = replace(command, command_id=_fresh_id("command"), lease_until=None,
+                       finished_at=None)
+        store.submit_command(sent)
+        got = [c for c in store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=10)
+               if c.command_id == sent.command_id]
+        return len(got) == 1 and got[0].created_at != sent.created_at
+
+    return probe
+
+
+def _wall(value: datetime) -> datetime:
+    return value.replace(tzinfo=None)
+
+
+def query_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
+    """Tasks created at ``created`` (as given, offsets and all): does ``query()`` order
+    them by wall-clock text where that differs from the instant?"""
+
+    def probe(store: TaskStore) -> bool:
+        for i, at in enumerate(created):
+            store.create(TaskSnapshot(_fresh_id(f"order{i}"), "probe", TaskStatus.PENDING,
+                                      0, at, at))
+        got = [t.created_at for t in store.query()]
+        by_instant = sorted(got, key=lambda t: t.astimezone(UTC))
+        by_wall = sorted(got, key=_wall)
+        return got != by_instant and got == by_wall
+
+    return probe
+
+
+def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
+    """Commands created at ``created``: does a claim of one take the wall-clock oldest
+    where that is not the instant-oldest?"""
+
+    def probe(store: TaskStore) -> bool:
+        for i, at in enumerate(created):
+            store.submit_command(Command(_fresh_id(f"claim{i}"), "probe", CommandKind.STOP,
+                                         "kit", at))
+        got = list(store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=1))
+        if len(got) != 1:
+            return False
+        oldest_instant = min(created, key=lambda t: t.astimezone(UTC))
+        oldest_wall = min(created, key=_wall)
+        return got[0].created_at != oldest_instant and got[0].created_at == oldest_wall
+
+    return probe
+
