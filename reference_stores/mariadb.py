@@ -44,7 +44,10 @@ docs/mariadb.md has the measurements):
   terminal status under the lock, and only then deletes children and tasks by
   key. Every transaction in the store takes task rows first (one, or several
   in key order) and counter rows last (in key order), so lock waits form no
-  cycle; tests/integration/test_mariadb_store.py races them.
+  cycle; tests/integration/test_mariadb_store.py races them. (Two INSERTs of
+  one key can still deadlock inside InnoDB through their duplicate checks'
+  shared locks: that is two creates of one id, and the retry below turns the
+  loser into "already exists".)
 * **Deadlocks are retried inside the store**, never surfaced as
   ``ConcurrencyConflict``: error 1213 means InnoDB rolled the whole transaction
   back, so nothing of the call happened and running it again is exact (a
@@ -619,7 +622,7 @@ class MariaDBTaskStore:
             cur.execute(self._sql_create, params)
             if tag_rows:
                 cur.executemany(self._sql_tags_insert, tag_rows)
-            cur.execute(self._sql_count_one, [1, snapshot.status.value])
+            _count(cur, self._sql_count_one, [1, snapshot.status.value], rows=1)
 
         try:
             self._call("create", body, transaction=True)
@@ -642,7 +645,8 @@ class MariaDBTaskStore:
             if cur.execute(self._sql_save, params) != 1:
                 return int(old["status_version"])
             if old["status"] != new_status:
-                cur.execute(self._sql_count_move, [old["status"], old["status"], new_status])
+                moved = [old["status"], old["status"], new_status]
+                _count(cur, self._sql_count_move, moved, rows=2)
             created = params["created_at"]
             if decode_tags(old["tags"]) != snapshot.tags or old["created_at"] != created:
                 # Rare (tags and created_at seldom change): the task's rows are
@@ -827,7 +831,7 @@ class MariaDBTaskStore:
         for row in locked:
             per_status[row["status"]] = per_status.get(row["status"], 0) + 1
         for status in sorted(per_status):
-            cur.execute(self._sql_count_one, [-per_status[status], status])
+            _count(cur, self._sql_count_one, [-per_status[status], status], rows=1)
         return len(doomed)
 
     def reset(self) -> None:
@@ -858,6 +862,20 @@ def _fetchone(cur: Any, statement: str, params: Any = None) -> dict[str, Any] | 
 def _fetchall(cur: Any, statement: str, params: Any = None) -> list[dict[str, Any]]:
     cur.execute(statement, params)
     return list(cur.fetchall())
+
+
+def _count(cur: Any, statement: str, params: list[Any], *, rows: int) -> None:
+    """Move counters; a counter row that is not there fails the call (and rolls it back).
+
+    The rows are created by install_schema for every status it knows; a status
+    added to the model later needs a migration, and without one counts() would
+    silently miss it.
+    """
+    if cur.execute(statement, params) != rows:
+        raise StoreError(
+            f"task_counts lacks a row for {params[1:]!r}: the schema predates this status; "
+            "run install_schema()"
+        )
 
 
 def _rolled_back(conn: Any, transaction: bool) -> bool:
