@@ -44,7 +44,11 @@ docs/mariadb.md has the measurements):
   terminal status under the lock, and only then deletes children and tasks by
   key. Every transaction in the store takes task rows first (one, or several
   in key order) and counter rows last (in key order), so lock waits form no
-  cycle; tests/integration/test_mariadb_store.py races them. (Two INSERTs of
+  cycle; tests/integration/test_mariadb_store.py races them. Every write names
+  its keys: a ``DELETE ... WHERE task_id IN (<long list>)`` is planned as a
+  table scan, which waits for the lock of every row it reads (two prunes then
+  deadlock), so deletes go one key per statement and multi-row UPDATEs say
+  ``FORCE INDEX (PRIMARY)``. (Two INSERTs of
   one key can still deadlock inside InnoDB through their duplicate checks'
   shared locks: that is two creates of one id, and the retry below turns the
   loser into "already exists".)
@@ -152,6 +156,8 @@ __all__ = [
     "MAX_ATTEMPTS",
     "SCHEMA_VERSION",
     "MariaDBTaskStore",
+    "claim_statement",
+    "claim_update_statement",
     "drop_schema",
     "install_schema",
     "make_shared_store",
@@ -187,7 +193,7 @@ _COMMAND_DT = ("created_at", "lease_until", "finished_at")
 _TRANSITION_DT = ("at",)
 _TERMINAL = tuple(sorted(s.value for s in TERMINAL_STATUSES))
 #: Tasks prune deletes per transaction: bounds the locks one transaction holds.
-PRUNE_BATCH = 500
+PRUNE_BATCH = 200
 _T = TypeVar("_T")
 
 
@@ -404,6 +410,19 @@ def claim_statement(database: str) -> str:
     )
 
 
+def claim_update_statement(database: str, n: int) -> str:
+    """The claim's lease write for ``n`` ids it holds; parameters ``until``, then the ids.
+
+    FORCE INDEX (PRIMARY): for a list that is a large part of a small table,
+    MariaDB would otherwise plan a table scan, which reads -- and under READ
+    COMMITTED may still wait for -- rows other transactions hold.
+    """
+    return (
+        f"UPDATE {quote_ident(database, 'commands')} FORCE INDEX (PRIMARY) "
+        f"SET lease_until = %s WHERE command_id IN ({_in_list(['?'] * n)})"
+    )
+
+
 class MariaDBTaskStore:
     """TaskStore on one MariaDB database (installed with ``install_schema``); see the module.
 
@@ -474,7 +493,11 @@ class MariaDBTaskStore:
         self._sql_tags_insert = (
             f"INSERT INTO {tags} (task_id, tag, created_at) VALUES (%s, %s, %s)"
         )
+        # Deletes name one key each (see _prune_batch for why not IN lists).
         self._sql_tags_delete = f"DELETE FROM {tags} WHERE task_id = %s"
+        self._sql_delete_history = f"DELETE FROM {transitions} WHERE task_id = %s"
+        self._sql_delete_command = f"DELETE FROM {commands} WHERE command_id = %s"
+        self._sql_delete_task = f"DELETE FROM {tasks} WHERE task_id = %s"
         # The row lock that serialises this save against every other writer of the
         # task; what it reads is for the counters, the tags and the error only.
         self._sql_save_lock = (
@@ -491,13 +514,14 @@ class MariaDBTaskStore:
         # Counters: one row per (status, slot) exists from install. IN over the
         # key's first column walks the primary key in order, so two
         # transactions that share a slot lock its rows in the same order.
+        # The slot is computed in Python (the connection's id modulo COUNTER_SLOTS)
+        # and sent as a value, so each UPDATE names whole primary keys.
         self._sql_count_one = (
-            f"UPDATE {counts} SET n = n + %s WHERE status = %s AND slot = MOD(CONNECTION_ID(), "
-            f"{COUNTER_SLOTS})"
+            f"UPDATE {counts} SET n = n + %s WHERE status = %s AND slot = %s"
         )
         self._sql_count_move = (
-            f"UPDATE {counts} SET n = n + IF(status = %s, -1, 1) "
-            f"WHERE status IN (%s, %s) AND slot = MOD(CONNECTION_ID(), {COUNTER_SLOTS})"
+            f"UPDATE {counts} FORCE INDEX (PRIMARY) SET n = n + IF(status = %s, -1, 1) "
+            "WHERE status IN (%s, %s) AND slot = %s"
         )
         self._sql_get = f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM {tasks} WHERE task_id = %s"
         self._sql_counts = f"SELECT status, SUM(n) AS n FROM {counts} GROUP BY status"
@@ -753,11 +777,10 @@ class MariaDBTaskStore:
             rows = _fetchall(cur, self._sql_claim, params)
             if rows:
                 ids = [r["command_id"] for r in rows]
-                # Only rows this transaction holds: the UPDATE waits for nobody.
+                # Only rows this transaction holds, found through the primary key
+                # (FORCE INDEX: never a scan that reads, and waits for, other rows).
                 cur.execute(
-                    f"UPDATE {self._commands} SET lease_until = %s "
-                    f"WHERE command_id IN ({_in_list(ids)})",
-                    [_to_db(until), *ids],
+                    claim_update_statement(self._database, len(ids)), [_to_db(until), *ids]
                 )
             return rows
 
@@ -789,7 +812,8 @@ class MariaDBTaskStore:
         Each batch is one transaction that locks its tasks through the primary
         key in key order, re-testing the status under the lock (a task a
         concurrent ``save`` made non-terminal again is kept), then deletes the
-        tasks' tags, history and commands, the tasks, and moves the counters.
+        tasks' tags, history and commands, the tasks (one key per statement),
+        and moves the counters.
         """
         keep = max(keep_terminal, 0)
         boundary = self._call(
@@ -823,10 +847,23 @@ class MariaDBTaskStore:
         if not locked:
             return 0
         doomed = [r["task_id"] for r in locked]
-        marks = _in_list(doomed)
-        # Children first, then the tasks, each by key; then the counters.
-        for table in (self._tags, self._transitions, self._commands, self._tasks):
-            cur.execute(f"DELETE FROM {table} WHERE task_id IN ({marks})", doomed)
+        # The commands' keys, by a plain read (no locks): commands are keyed by
+        # command_id, not task_id.
+        commands = _fetchall(
+            cur,
+            f"SELECT command_id FROM {self._commands} WHERE task_id IN ({_in_list(doomed)})",
+            doomed,
+        )
+        # Children first, then the tasks, one key per statement. Not "WHERE task_id
+        # IN (...)": when the list is a large part of a table, MariaDB plans that
+        # DELETE as a table scan, and a scanning DELETE waits for the lock of every
+        # row it reads, other transactions' rows included -- two prunes deadlock.
+        # An equality on the primary key (or its first column) reads only its rows.
+        by_task = [(task_id,) for task_id in doomed]
+        cur.executemany(self._sql_tags_delete, by_task)
+        cur.executemany(self._sql_delete_history, by_task)
+        cur.executemany(self._sql_delete_command, [(r["command_id"],) for r in commands])
+        cur.executemany(self._sql_delete_task, by_task)
         per_status: dict[str, int] = {}
         for row in locked:
             per_status[row["status"]] = per_status.get(row["status"], 0) + 1
@@ -865,13 +902,15 @@ def _fetchall(cur: Any, statement: str, params: Any = None) -> list[dict[str, An
 
 
 def _count(cur: Any, statement: str, params: list[Any], *, rows: int) -> None:
-    """Move counters; a counter row that is not there fails the call (and rolls it back).
+    """Move counters in this connection's slot; a missing counter row fails the call.
 
-    The rows are created by install_schema for every status it knows; a status
-    added to the model later needs a migration, and without one counts() would
-    silently miss it.
+    The slot spreads concurrent connections over different rows. The rows are
+    created by install_schema for every status it knows; a status added to the
+    model later needs a migration, and without one counts() would silently
+    miss it, so a short row count rolls the call back instead.
     """
-    if cur.execute(statement, params) != rows:
+    slot = int(cur.connection.thread_id()) % COUNTER_SLOTS
+    if cur.execute(statement, [*params, slot]) != rows:
         raise StoreError(
             f"task_counts lacks a row for {params[1:]!r}: the schema predates this status; "
             "run install_schema()"

@@ -756,7 +756,7 @@ def test_the_store_prune_waits_for_a_save_and_keeps_the_task_it_made_running(
             wait_until(lambda: waiting_on_lock(mariadb_dsn, prune_thread), "the prune to wait")
             with saver.cursor() as cur:
                 assert cur.execute(store._sql_save, params) == 1
-                cur.execute(store._sql_count_move, ["succeeded", "succeeded", "running"])
+                cur.execute(store._sql_count_move, ["succeeded", "succeeded", "running", 0])
             saver.commit()
             worker.join(WAIT)
         finally:
@@ -1285,6 +1285,53 @@ def test_explain_claim_walks_the_claim_index_in_order(mariadb_dsn: str, populate
     plan = _plan(mariadb_dsn, statement, {"now": now, "limit": 10})
     assert _indexes(plan) == {"commands_claim"}, plan
     assert not _sorts(plan), plan
+
+
+def _access(plan: Any) -> list[tuple[str, str | None]]:
+    """(access_type, key) of every table a plan reads."""
+    return [(t.get("access_type"), t.get("key")) for t in _walk(plan, "table")]
+
+
+def test_a_delete_with_a_long_id_list_scans_and_the_store_names_one_key(
+    mariadb_dsn: str, database: str
+) -> None:
+    """Why prune deletes one key per statement and the claim forces the primary key.
+
+    A quarter of a 100-task table as an IN list is planned as a table scan, and a
+    scanning DELETE waits for the lock of every row it reads (two prunes
+    deadlocked that way in the 8-writer test below before this was fixed).
+    """
+    store = mstore.MariaDBTaskStore(mariadb_dsn, database=database)
+    try:
+        for i in range(100):
+            store.create(snapshot(f"t{i:03d}", status=TaskStatus.SUCCEEDED, created=i,
+                                  tags={"a", "b"}))
+            store.append(transition(f"t{i:03d}", 1))
+            store.submit_command(command(f"c{i:03d}", f"t{i:03d}", created=i))
+        conn = connect(mariadb_dsn)
+        with conn.cursor() as cur:
+            cur.execute(f"ANALYZE TABLE {mschema.quote_ident(database, 'tasks')}, "
+                        f"{mschema.quote_ident(database, 'commands')}")
+            cur.fetchall()
+        conn.close()
+        quarter = [f"t{i:03d}" for i in range(0, 100, 4)]
+        tasks = mschema.quote_ident(database, "tasks")
+        naive = _plan(mariadb_dsn, f"DELETE FROM {tasks} WHERE task_id IN "
+                      f"({', '.join(['%s'] * len(quarter))})", quarter)
+        assert _access(naive) == [("ALL", None)], naive  # the trap, on this server
+        for statement, key in (
+            (store._sql_delete_task, "t000"), (store._sql_tags_delete, "t000"),
+            (store._sql_delete_history, "t000"), (store._sql_delete_command, "c000"),
+        ):
+            plan = _plan(mariadb_dsn, statement, [key])
+            assert [k for _, k in _access(plan)] == ["PRIMARY"], (statement, plan)
+        commands = [f"c{i:03d}" for i in range(0, 100, 4)]
+        later = at(60).astimezone(UTC).replace(tzinfo=None)
+        plan = _plan(mariadb_dsn, mstore.claim_update_statement(database, len(commands)),
+                     [later, *commands])
+        assert _access(plan) == [("range", "PRIMARY")], plan
+    finally:
+        store.close()
 
 
 @checks("QUERY-PUSHDOWN", "COUNTS-AGGREGATED")
