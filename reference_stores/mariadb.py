@@ -15,10 +15,11 @@ docs/mariadb.md has the measurements):
   later commit. Every connection here is autocommit; the calls that need more
   than one statement (create, save, claim, prune) say BEGIN ... COMMIT.
 * **READ COMMITTED** for every session. Under REPEATABLE READ (InnoDB's default)
-  a locking read locks every row and gap it scans, not only the rows it
-  returns, so two claims walking the same index deadlock (error 1213) as soon
-  as one of them finds an expired lease; READ COMMITTED takes no gap locks and
-  releases the rows that do not match.
+  a locking read locks every row *and gap* it scans, not only the rows it
+  returns: after a crash, when every lease has expired, one claim's new lease
+  entry falls into the gap another claim locked and waits for it, and such
+  waits close into cycles (error 1213). READ COMMITTED takes no gap locks and
+  releases at once the rows a scan rejects.
 * **save is one compare-and-set statement.** ``UPDATE tasks SET <every column
   but the lease> WHERE task_id = %s AND status_version = %s``; the connection
   counts *matched* rows (``CLIENT.FOUND_ROWS``: MariaDB's default is changed
@@ -48,10 +49,10 @@ docs/mariadb.md has the measurements):
   its keys: a ``DELETE ... WHERE task_id IN (<long list>)`` is planned as a
   table scan, which waits for the lock of every row it reads (two prunes then
   deadlock), so deletes go one key per statement and multi-row UPDATEs say
-  ``FORCE INDEX (PRIMARY)``. (Two INSERTs of
-  one key can still deadlock inside InnoDB through their duplicate checks'
-  shared locks: that is two creates of one id, and the retry below turns the
-  loser into "already exists".)
+  ``FORCE INDEX (PRIMARY)``. (Two INSERTs of one key can still deadlock
+  inside InnoDB through their duplicate checks' shared locks: that is two
+  creates of one id, and the retry below turns the loser into "already
+  exists".)
 * **Deadlocks are retried inside the store**, never surfaced as
   ``ConcurrencyConflict``: error 1213 means InnoDB rolled the whole transaction
   back, so nothing of the call happened and running it again is exact (a
@@ -473,8 +474,9 @@ class MariaDBTaskStore:
     def deadlock_retries(self) -> int:
         """How many times a call of this instance was a deadlock victim and ran again.
 
-        Zero in every race the tests run (the lock order is designed so); a
-        number that grows in production points at SQL outside the store.
+        Zero in the tests' races between calls on different keys (the lock
+        order is designed so); two creates of one id can cost one. A number
+        that grows in production points at SQL outside the store.
         """
         with self._retries_lock:
             return self._retries
@@ -511,11 +513,10 @@ class MariaDBTaskStore:
             + ", ".join(f"{c} = %({c})s" for c in SAVE_COLUMNS if c != "task_id")
             + " WHERE task_id = %(task_id)s AND status_version = %(expect_version)s"
         )
-        # Counters: one row per (status, slot) exists from install. IN over the
-        # key's first column walks the primary key in order, so two
-        # transactions that share a slot lock its rows in the same order.
-        # The slot is computed in Python (the connection's id modulo COUNTER_SLOTS)
-        # and sent as a value, so each UPDATE names whole primary keys.
+        # Counters: one row per (status, slot) exists from install. The slot is
+        # the connection's id modulo COUNTER_SLOTS, computed in Python and sent as
+        # a value, so each UPDATE names whole primary keys; a move walks them in
+        # key order, so two transactions that share a slot lock in one order.
         self._sql_count_one = (
             f"UPDATE {counts} SET n = n + %s WHERE status = %s AND slot = %s"
         )
@@ -627,6 +628,11 @@ class MariaDBTaskStore:
                     time.sleep(random.uniform(0.001, 0.005) * attempt)
                     continue
                 raise failure(f"{operation}()", exc) from exc
+            except UnicodeEncodeError as exc:
+                # PyMySQL encodes the statement before sending it: a lone surrogate
+                # cannot be utf8mb4 text. A value the store cannot hold, not a bug.
+                broken = not _rolled_back(conn, transaction)
+                raise StoreError(f"{operation}(): value not storable as utf8mb4: {exc}") from exc
             except BaseException:
                 broken = not _rolled_back(conn, transaction)
                 raise

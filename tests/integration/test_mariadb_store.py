@@ -1109,6 +1109,23 @@ def test_keys_hold_255_four_byte_characters(mariadb_dsn: str, database: str) -> 
         store.close()
 
 
+@checks("ERRORS-ARE-STOREERROR")
+def test_values_mariadb_cannot_hold_are_storeerrors(mariadb_dsn: str, database: str) -> None:
+    """Outside the kit's domain, still never a raw driver or codec error, nor a truncation."""
+    store = mstore.MariaDBTaskStore(mariadb_dsn, database=database)
+    try:
+        with pytest.raises(StoreError, match="not storable"):
+            store.create(snapshot("lone-\ud800"))  # not encodable as UTF-8
+        with pytest.raises(StoreError) as too_big:
+            store.create(snapshot("t-1", bucket=2**63))  # beyond BIGINT
+        assert isinstance(too_big.value.__cause__, pymysql.Error), too_big.value.__cause__
+        assert store.query() == [] and set(store.counts().values()) == {0}
+        store.create(snapshot("t-1"))  # and the connection is still good
+        assert store.get("t-1") == snapshot("t-1")
+    finally:
+        store.close()
+
+
 @checks("QUERY-TAG-EXACT")
 def test_every_c0_control_in_a_tag_matches_exactly(mariadb_dsn: str, database: str) -> None:
     """JSON_CONTAINS missed tags with some C0 controls; task_tags compares the values."""
