@@ -11,6 +11,9 @@ Guarantees
       each other's committed writes at once: nothing is cached in Python.
     * One instance may be shared by threads (one lock around the connection).
     * Every driver error surfaces as ``StoreError``; ``close()`` really closes.
+    * History belongs to its task: a foreign key refuses an ``append`` for a task
+      that does not exist (the guide leaves that case open), and ``prune`` deletes
+      history, then commands, then tasks.
 
 Does not
     * Work on network filesystems (NFS, SMB): WAL needs shared memory and POSIX
@@ -78,7 +81,7 @@ BUSY_TIMEOUT_SECONDS = 10.0
 # (tests/test_sqlite_store.py checks it), so rows go through the codec unchanged.
 #: Schema version recorded in ``PRAGMA user_version``; files written before
 #: versioning read 0 and are migrated on open.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = (
     """
@@ -178,8 +181,32 @@ _SCHEMA_V2 = (
     # every save, status changed or not).
 )
 
+# Version 3: history rows belong to a task -- the most natural relational schema, and
+# the kit's own proof that it never appends for a task that does not exist (the guide
+# leaves that append open, so a foreign key may refuse it). SQLite cannot add a foreign
+# key to a table, so the table is rebuilt; rows of tasks that no longer exist (appended
+# for a task never created) cannot satisfy the key and are not carried over. prune()
+# deletes a task's history before the task, so no ON DELETE action is needed.
+_SCHEMA_V3 = (
+    """
+    CREATE TABLE transitions_v3 (
+        task_id     TEXT NOT NULL REFERENCES tasks (task_id),
+        version     INTEGER NOT NULL,
+        from_status TEXT,
+        to_status   TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        reason      TEXT,
+        PRIMARY KEY (task_id, version)       -- makes append idempotent (INSERT OR IGNORE)
+    )
+    """,
+    "INSERT INTO transitions_v3 SELECT t.* FROM transitions AS t "
+    "WHERE t.task_id IN (SELECT task_id FROM tasks)",
+    "DROP TABLE transitions",
+    "ALTER TABLE transitions_v3 RENAME TO transitions",
+)
+
 #: version -> statements that bring a database from version-1 to version.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 
 _TASK_SELECT = f"SELECT {', '.join(SNAPSHOT_COLUMNS)} FROM tasks"
 _CREATE_SQL = (
@@ -296,6 +323,9 @@ class SqliteTaskStore:
 
     def _initialise(self, conn: sqlite3.Connection) -> None:
         try:
+            # Per connection, and outside any transaction (it is a no-op inside one):
+            # enforce history -> tasks (schema version 3).
+            conn.execute("PRAGMA foreign_keys = ON")
             if self.path != ":memory:":
                 # WAL: readers never block the writer nor the writer readers. It is
                 # persistent in the file, so only switch when it is not WAL yet
@@ -450,7 +480,9 @@ class SqliteTaskStore:
 
     # -- history ---------------------------------------------------------------------
     def append(self, transition: Transition) -> None:
-        # OR IGNORE on the (task_id, version) key: a replay keeps the first row.
+        # OR IGNORE on the (task_id, version) key: a replay keeps the first row. (OR
+        # IGNORE does not cover the foreign key: an append for a task that does not
+        # exist raises, which surfaces as StoreError.)
         with self._connection("append") as conn:
             conn.execute(_APPEND_SQL, transition_to_row(transition))
 

@@ -9,6 +9,7 @@ backend guide's trap table.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import re
@@ -1085,6 +1086,169 @@ class AttributeErrorAfterClose(Base):
 
 
 #: clause id -> broken stores that violate it (every contract-scope clause appears).
+# -- blind spots of an outside audit (issue 23): realistic bugs, one each ----------------
+class LimitBeforeFilter(Base):
+    """LIMIT taken before the WHERE: the first `limit` tasks in order, then the filter."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        everything = list(super().query(TaskQuery(newest_first=q.newest_first, limit=q.limit)))
+        return [t for t in everything if _matches(t, q)]
+
+
+class PruneByUpdatedAt(Base):
+    """prune() orders terminal tasks by updated_at, not created_at."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        terminal = sorted((t for t in self._tasks.values() if t.status.is_terminal),
+                          key=lambda t: (t.updated_at, t.task_id))
+        doomed = terminal[: max(len(terminal) - keep_terminal, 0)]
+        for t in doomed:
+            del self._tasks[t.task_id]
+            self._history.pop(t.task_id, None)
+        gone = {t.task_id for t in doomed}
+        self._commands = {k: c for k, c in self._commands.items() if c.task_id not in gone}
+        return len(doomed)
+
+
+class WholeSecondLeases(Base):
+    """The lease is kept as a whole-second TTL (Redis ``EX``): a 1.5 s lease ends after 1 s.
+
+    The command handed out still says ``lease_until = now + 1.5 s``; only the expiry the
+    store enforces is cut.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._expires: dict[str, datetime] = {}
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        # Commands whose whole-second TTL ran out look unleased to the claim.
+        saved = {}
+        for cid, ends in self._expires.items():
+            c = self._commands.get(cid)
+            if c is not None and c.lease_until is not None and ends <= now:
+                saved[cid] = c.lease_until
+                self._commands[cid] = replace(c, lease_until=None)
+        claimed = list(super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit))
+        for cid, until in saved.items():
+            c = self._commands[cid]
+            if c.lease_until is None:
+                self._commands[cid] = replace(c, lease_until=until)
+        for c in claimed:
+            self._expires[c.command_id] = now + timedelta(seconds=int(lease_seconds))
+        return claimed
+
+
+class _PatternPrefix(Base):
+    """name_prefix handed to a pattern language unescaped."""
+
+    def _prefix_matches(self, name: str, prefix: str) -> bool:
+        raise NotImplementedError
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.name_prefix is None:
+            return super().query(q)
+        prefix = q.name_prefix
+        found = [t for t in super().query(replace(q, name_prefix=None, limit=None))
+                 if self._prefix_matches(t.name, prefix)]
+        return _sorted(found, q)
+
+
+class GlobPrefix(_PatternPrefix):
+    """name_prefix as SQLite ``name GLOB prefix || '*'``: ``*``, ``?`` and ``[`` are patterns."""
+
+    def _prefix_matches(self, name: str, prefix: str) -> bool:
+        return fnmatch.fnmatchcase(name, prefix + "*")
+
+
+class RegexPrefix(_PatternPrefix):
+    """name_prefix as a regular expression anchored at the start (``REGEXP '^' || prefix``)."""
+
+    def _prefix_matches(self, name: str, prefix: str) -> bool:
+        try:
+            return re.match(prefix, name) is not None
+        except re.error as exc:
+            raise StoreError(f"invalid name_prefix pattern: {exc}") from exc
+
+
+class JsonPathTag(Base):
+    """tag looked up with a JSON path built from it (``json_extract(tags, '$.' || tag)``):
+    a tag holding ``.`` or ``[`` becomes a path into nested keys, and is never found."""
+
+    @staticmethod
+    def _has(tags: frozenset[str], tag: str) -> bool:
+        path = re.split(r"[.\[]", tag)  # '$.a.b' walks a, then b; '$.a[0]' walks a, then 0]
+        obj: object = {t: True for t in tags}
+        for step in path:
+            if not isinstance(obj, dict) or step not in obj:
+                return False
+            obj = obj[step]
+        return obj is True
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.tag is None:
+            return super().query(q)
+        tag = q.tag
+        found = [t for t in super().query(replace(q, tag=None, limit=None))
+                 if self._has(t.tags, tag)]
+        return _sorted(found, q)
+
+
+#: What a VARCHAR(200) column allows.
+_SHORT_COLUMN = 200
+
+
+class ShortIdColumns(Base):
+    """Ids and tags live in VARCHAR(200) columns: a 255-character id is refused."""
+
+    def _check(self, *values: str | None) -> None:
+        for value in values:
+            if value is not None and len(value) > _SHORT_COLUMN:
+                raise StoreError(f"Data too long for column ({len(value)} > {_SHORT_COLUMN})")
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._check(snapshot.task_id, snapshot.pipeline_run_id, *snapshot.tags)
+        super().create(snapshot)
+
+    def submit_command(self, command: Command) -> None:
+        self._check(command.command_id, command.task_id, command.issued_by)
+        super().submit_command(command)
+
+
+class TruncatedText(Base):
+    """Names and free text are cut to what a VARCHAR(512) column keeps (silently)."""
+
+    _KEEP = 512
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        cut = self._KEEP
+        progress = snapshot.progress
+        if progress is not None and progress.message is not None:
+            progress = replace(progress, message=progress.message[:cut])
+        failure = snapshot.failure
+        if failure is not None:
+            failure = replace(failure, detail=None if failure.detail is None
+                              else failure.detail[:cut])
+        super().create(replace(snapshot, name=snapshot.name[:cut], progress=progress,
+                               failure=failure))
+
+
+class PruneWithParameterList(Base):
+    """prune() deletes with ``WHERE task_id IN (?, ?, ...)``, one parameter per task: past
+    65,535 parameters the driver refuses the statement."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        terminal = [t for t in self._tasks.values() if t.status.is_terminal]
+        if len(terminal) - max(keep_terminal, 0) > 65_535:
+            raise StoreError("the number of parameters must be between 0 and 65535")
+        return super().prune(keep_terminal=keep_terminal)
+
+
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
     "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
@@ -1108,13 +1272,15 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     ),
     "QUERY-NAME-PREFIX-LITERAL": (
         QueryPrefixIsLike, PrefixMatchedAsEscapedText, PrefixPadSpace, PrefixCaseFolded,
+        GlobPrefix, RegexPrefix,
     ),
     "QUERY-TAG-EXACT": (
         QueryTagSubstring, TagMatchedAsEscapedJson, TagPadSpace, TagCaseFolded, TagNormalised,
+        JsonPathTag,
     ),
     "QUERY-BUCKETS": (QueryBucketZeroIsNone,),
     "QUERY-PIPELINE": (QueryPipelinePrefix, PipelinePadSpace, PipelineCaseFolded),
-    "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone),
+    "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone, LimitBeforeFilter),
     "QUERY-FILTERS-COMBINE": (QueryFiltersOred,),
     "QUERY-EMPTY-SET-MATCHES-NOTHING": (QueryEmptySetIsNoFilter,),
     "COUNTS-PER-STATUS": (CountsCachedAtCreate,),
@@ -1135,6 +1301,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "SUBMIT-DUPLICATE-RAISES": (SubmitOverwrites,),
     "CLAIM-LEASE-EXCLUSIVE": (ClaimIgnoresLease,),
     "CLAIM-LEASE-BOUNDARY": (ClaimBoundaryExclusive,),
+    "CLAIM-LEASE-PRECISE": (WholeSecondLeases,),
     "CLAIM-EXPIRED-RECLAIM": (ClaimNeverExpires,),
     "CLAIM-ORDER": (ClaimInsertionOrder,),
     "CLAIM-LIMIT": (ClaimLeasesBeyondLimit,),
@@ -1143,13 +1310,16 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "RELEASE-NOT-COMPLETE": (ReleaseCompletes,),
     "RELEASE-FINISHED-NOOP": (ReleaseReopens,),
     "PRUNE-TERMINAL-ONLY": (PruneAnyStatus,),
-    "PRUNE-OLDEST-FIRST": (PruneNewestFirst,),
+    "PRUNE-OLDEST-FIRST": (PruneNewestFirst, PruneByUpdatedAt),
     "PRUNE-HISTORY": (PruneKeepsHistory,),
     "PRUNE-COMMANDS": (PruneKeepsCommands,),
+    "PRUNE-LARGE": (PruneWithParameterList,),
     "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
     "TIME-INSTANT-ORDER": (SortsByWallClockText, LeaseExpiryByWallClock),
     "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy, CommandIdPadSpace),
+    "LENGTH-IDS": (ShortIdColumns,),
+    "LENGTH-TEXT": (TruncatedText,),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
     "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),
 }

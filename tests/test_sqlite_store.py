@@ -38,7 +38,7 @@ from chongming_conformance.codec import (
     TRANSITION_COLUMNS,
 )
 from chongming_conformance.contract import StoreContract
-from chongming_conformance.samples import at, command, snapshot
+from chongming_conformance.samples import at, command, snapshot, transition
 from reference_stores import sqlite as sqlite_store
 from reference_stores.sqlite import SqliteTaskStore
 
@@ -414,11 +414,26 @@ def _index_columns(store: SqliteTaskStore, index: str) -> list[str]:
     return [str(r["name"]) for r in _conn(store).execute(f"PRAGMA index_info({index})")]
 
 
-def test_schema_v2_indexes_and_version(store: SqliteTaskStore) -> None:
+def test_schema_indexes_and_version(store: SqliteTaskStore) -> None:
     assert _index_columns(store, "tasks_bucket") == ["bucket", "created_at", "task_id"]
     assert _index_columns(store, "tasks_status") == ["status", "bucket", "created_at", "task_id"]
     (version,) = _conn(store).execute("PRAGMA user_version").fetchone().values()
-    assert version == sqlite_store.SCHEMA_VERSION == 2
+    assert version == sqlite_store.SCHEMA_VERSION == 3
+
+
+def test_history_has_a_foreign_key_to_its_task(store: SqliteTaskStore) -> None:
+    """Schema v3: the most natural relational schema. The kit never appends for a task
+    that does not exist (the guide leaves it open), so this store's green run through the
+    plugin proves that; here, that the key is real and prune deletes in the right order."""
+    keys = list(_conn(store).execute("PRAGMA foreign_key_list(transitions)"))
+    assert [(k["table"], k["from"], k["to"]) for k in keys] == [("tasks", "task_id", "task_id")]
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        store.append(transition("never-created", 1))
+    store.create(snapshot("done", status=TaskStatus.SUCCEEDED))
+    store.append(transition("done", 1))
+    store.submit_command(command("c-done", "done"))
+    assert store.prune(keep_terminal=0) == 1
+    assert store.history("done") == [] and store.get("done") is None
 
 
 @checks("COUNTS-AGGREGATED")
@@ -487,7 +502,9 @@ def _churn_in_process(path: str, seed: int) -> None:
 
 
 def test_a_version_1_file_is_migrated_with_its_counts(db_path: Path) -> None:
-    """A file written before versioning (v1 tables, user_version 0) opens as v2."""
+    """A file written before versioning (v1 tables, user_version 0) opens as the current
+    version: counters built, and history rebuilt under its foreign key (rows of a task
+    that exists kept, an orphan row -- appended for a task never created -- not)."""
     raw = sqlite3.connect(db_path)
     for statement in sqlite_store._MIGRATIONS[1]:
         raw.execute(statement)
@@ -497,10 +514,16 @@ def test_a_version_1_file_is_migrated_with_its_counts(db_path: Path) -> None:
             "tags) VALUES (?, 'job', ?, 1, ?, ?, '[]')",
             (f"old{i}", status, *[f"2026-01-0{i + 1}T00:00:00.000000+00:00"] * 2),
         )
+    for task_id in ("old0", "orphan"):
+        raw.execute(
+            "INSERT INTO transitions (task_id, version, to_status, at) "
+            "VALUES (?, 1, 'running', '2026-01-01T00:00:00.000000+00:00')", (task_id,))
     raw.commit()
     raw.close()
     store = SqliteTaskStore(db_path)
     try:
+        assert [t.version for t in store.history("old0")] == [1]
+        assert store.history("orphan") == []
         counts = store.counts()
         assert counts[TaskStatus.RUNNING] == 2
         assert counts[TaskStatus.SUCCEEDED] == 1 and counts[TaskStatus.FAILED] == 1

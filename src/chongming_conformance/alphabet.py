@@ -36,6 +36,7 @@ __all__ = [
     "ESCAPED_CHARACTERS",
     "LINE_SEPARATORS",
     "LITERAL_ESCAPES",
+    "METACHARACTERS",
     "NUL",
     "QUOTES_AND_ESCAPES",
     "SPACES",
@@ -73,6 +74,18 @@ ESCAPED_CHARACTERS: tuple[str, ...] = (
     *SPACES,
     *ASTRAL,
 )
+
+#: Characters with a meaning in a pattern language a store may match text with, by
+#: language. A prefix or tag handed to one of them unescaped matches more than itself
+#: (``a*`` under GLOB matches ``axb``), or fails to parse (``a[`` under GLOB, ``a(``
+#: as a regex). The contract tries every one of them as a literal ``name_prefix`` and
+#: inside tags; the strategies draw them often.
+METACHARACTERS: dict[str, tuple[str, ...]] = {
+    "LIKE": ("%", "_", "\\"),
+    "GLOB": ("*", "?", "[", "]"),
+    "regex": (".", "^", "$", "*", "+", "?", "(", ")", "[", "]", "{", "}", "|", "\\"),
+    "JSON path": ("$", ".", "[", "]", "*", "'", '"', "@", "?", "(", ")"),
+}
 
 #: Pairs of different strings that some engine treats as equal; the reason is
 #: the third item; the left one is the plain spelling (no left is also a right).

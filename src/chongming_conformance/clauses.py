@@ -255,6 +255,10 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "A lease covers [claim time, lease_until): the command is claimable again at "
      "now == lease_until (a SHOULD: the original guide does not fix the instant, and every "
      "MUST check accepts a lease still held at lease_until)."),
+    ("CLAIM-LEASE-PRECISE", _M, "§5", _C,
+     "A claim's lease lasts lease_seconds to the microsecond, fractions included: a 1.5 s "
+     "lease is held until now + 1.5 s, not 1 s or 2 s (no whole-second TTL, no interval "
+     "rounding)."),
     ("CLAIM-EXPIRED-RECLAIM", _M, "§5", _C,
      "After its lease expires an unfinished command is claimable again."),
     ("CLAIM-ORDER", _M, "§5", _C,
@@ -294,6 +298,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("PRUNE-COMMANDS", _S, "§6 §10", _C,
      "prune() drops the commands of the tasks it drops, so none is claimed for a task "
      "that no longer exists."),
+    ("PRUNE-LARGE", _S, "§6", _C,
+     "One prune() drops 100,000 terminal tasks and keeps every non-terminal one (no bound "
+     "on bind parameters or statement size); checked under the thorough profile."),
     ("XP-PRUNE-SAVE-RACE", _M, "§6", _X,
      "prune() racing saves that move terminal tasks back to a non-terminal status never "
      "drops a task whose save succeeded (the terminal test and the delete are one step)."),
@@ -307,6 +314,13 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("TIME-INSTANT-ORDER", _M, "§7", _C,
      "Ordering and lease comparisons follow the instant, not the wall-clock text, when "
      "offsets differ."),
+    ("LENGTH-IDS", _M, "§7", _C,
+     "task_id, command_id, pipeline_run_id, every tag, lease_owner and issued_by of up to 255 "
+     "characters (4-byte ones included) are stored, returned and matched exactly."),
+    ("LENGTH-TEXT", _M, "§7", _C,
+     "A name of up to 1,024 characters and free text (progress message, failure type, message "
+     "and detail, transition reason, command outcome) of up to 8,192 characters, 4-byte ones "
+     "included, are stored and returned exactly."),
     ("COMMAND-ROUNDTRIP", _M, "§5", _C,
      "Every field of a command survives submit/claim unchanged (lease_until aside, which "
      "the claim sets)."),
@@ -316,6 +330,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("CLOSE-THEN-STOREERROR", _M, "§6", _C,
      "After close(), every other method raises StoreError (not AttributeError or a "
      "driver error)."),
+    ("XP-CLOSE-ISOLATED", _M, "§6", _X,
+     "Closing one instance leaves every other instance working, including instances opened "
+     "on the same shared location (a pool or connection they share stays open)."),
     ("CLOSE-RELEASES", _S, "§6", _R,
      "close() really releases connections and file handles."),
     ("ERRORS-ARE-STOREERROR", _S, "§6", _R,
@@ -395,6 +412,7 @@ PREREQUISITES: dict[str, frozenset[str]] = {
             "CLAIM-LEASE-EXCLUSIVE CLAIM-ORDER RELEASE-NOT-COMPLETE XP-SHARED-VISIBILITY"
         ),
         "XP-PRUNE-SAVE-RACE": "SAVE-CAS PRUNE-TERMINAL-ONLY PRUNE-OLDEST-FIRST XP-SAVE-ATOMIC",
+        "XP-CLOSE-ISOLATED": "CREATE-THEN-GET CLOSE-IDEMPOTENT",
         "XP-SHARED-VISIBILITY": (
             "CREATE-THEN-GET SAVE-CAS TOUCH-NO-VERSION TOUCH-ONLY-NAMED-FIELDS "
             "APPEND-IDEMPOTENT HISTORY-ORDERED"

@@ -27,9 +27,9 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from .model import Command, CommandKind, TaskSnapshot, TaskStatus, Transition
+from .model import Command, CommandKind, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .protocol import TaskStore
 
 __all__ = [
@@ -38,6 +38,9 @@ __all__ = [
     "command_times_change",
     "confirmed",
     "confirming",
+    "lease_cut_short",
+    "lease_drawn_out",
+    "limit_before_filter",
     "query_order_follows_wall_clock",
     "snapshot_fields_change",
     "snapshot_times_change",
@@ -195,3 +198,46 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
 
     return probe
 
+
+
+def _lease_probe(after: float) -> Probe:
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+        sent = Command(_fresh_id("lease"), "probe", CommandKind.STOP, "kit", at)
+        store.submit_command(sent)
+        first = store.claim_commands(now=at, lease_seconds=1.5, limit=10)
+        if [c.command_id for c in first] != [sent.command_id]:
+            return False
+        later = at + timedelta(seconds=after)
+        again = store.claim_commands(now=later, lease_seconds=1.5, limit=10)
+        got = [c.command_id for c in again] == [sent.command_id]
+        return got if after < 1.5 else not got
+
+    return probe
+
+
+def lease_cut_short() -> Probe:
+    """A 1.5 s lease: is the command claimable again 1.2 s in (a whole-second lease)?"""
+    return _lease_probe(1.2)
+
+
+def lease_drawn_out() -> Probe:
+    """A 1.5 s lease: is the command still held 1.75 s in (a lease rounded up)?"""
+    return _lease_probe(1.75)
+
+
+def limit_before_filter() -> Probe:
+    """Two tasks, the older one not matching: does ``query(name=..., limit=1)`` come back
+    empty (the limit taken before the filter)?"""
+
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+        first, second = _fresh_id("limit-a"), _fresh_id("limit-b")
+        store.create(TaskSnapshot(first, "chongming-probe-x", TaskStatus.PENDING, 0, at, at))
+        later = at + timedelta(seconds=1)
+        store.create(TaskSnapshot(second, "chongming-probe-y", TaskStatus.PENDING, 0,
+                                  later, later))
+        got = store.query(TaskQuery(name="chongming-probe-y", limit=1))
+        return [t.task_id for t in got] != [second]
+
+    return probe

@@ -25,6 +25,9 @@ from .blame import UNCONFIRMED, blame, record_culprit, records_culprit, snapshot
 from .confirm import (
     claim_order_follows_wall_clock,
     confirmed,
+    lease_cut_short,
+    lease_drawn_out,
+    limit_before_filter,
     query_order_follows_wall_clock,
 )
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
@@ -174,6 +177,8 @@ def query_culprits(
     returned = {t.task_id for t in result}
     missing = [t for t in hits if t.task_id not in returned]
     count = len(hits) if q.limit is None else min(q.limit, len(hits))
+    if missing and len(result) < count and q.limit is not None and _limit_first(result, stored, q):
+        return ("QUERY-LIMIT" if confirmed(limit_before_filter()) else UNCONFIRMED,)
     if missing and len(result) < count:
         instants = [instant(t.created_at) for t in hits]
         if any(instants.count(instant(t.created_at)) > 1 for t in missing):
@@ -207,6 +212,26 @@ def _wall_clock_order(created: Iterable[datetime]) -> str:
     read off a wrong order), else ``UNCONFIRMED``."""
     return ("TIME-INSTANT-ORDER" if confirmed(query_order_follows_wall_clock(list(created)))
             else UNCONFIRMED)
+
+
+def _limit_first(
+    result: Sequence[TaskSnapshot], stored: Sequence[TaskSnapshot], q: TaskQuery
+) -> bool:
+    """Is ``result`` what a LIMIT applied before the filter gives: the matching tasks among
+    the first ``q.limit`` of all tasks in the requested order (ties in any order)?"""
+    assert q.limit is not None
+    ordered = sorted(stored, key=lambda t: instant(t.created_at), reverse=q.newest_first)
+    if q.limit >= len(ordered):
+        return False
+    cutoff = instant(ordered[q.limit - 1].created_at) if q.limit > 0 else None
+    if cutoff is None:
+        return False
+    # Every task up to the cutoff instant may have been among the first `limit` (ties).
+    window = [t for t in ordered
+              if (instant(t.created_at) <= cutoff if not q.newest_first
+                  else instant(t.created_at) >= cutoff)]
+    window_ids = {t.task_id for t in window if matches(t, q)}
+    return {t.task_id for t in result} <= window_ids
 
 
 def history_culprits(
@@ -264,6 +289,7 @@ def check_claim(
     lease_seconds: float,
     limit: int,
     last_ops: Mapping[str, str] | None = None,
+    leases: Mapping[str, tuple[datetime, float]] | None = None,
 ) -> None:
     """Valid claim: the ``limit`` oldest claimable commands (any among ties), each leased.
 
@@ -288,7 +314,8 @@ def check_claim(
             failures.append(failure)
     shown = failures[0]
     blame(shown, claim_culprits(result, known, now=now, limit=limit, last_ops=last_ops or {},
-                                free_at_boundary=free_first))
+                                free_at_boundary=free_first, leases=leases or {},
+                                lease_seconds=lease_seconds))
     raise shown
 
 
@@ -330,6 +357,32 @@ def _claim_ok(
     )
 
 
+def _past_whole_seconds(lease: tuple[datetime, float] | None, now: datetime) -> bool:
+    """Is ``now`` inside a fractional lease but past its whole seconds (1.2 s into 1.5 s)?"""
+    if lease is None:
+        return False
+    claimed_at, seconds = lease
+    elapsed = (now - claimed_at).total_seconds()
+    return seconds != int(seconds) and int(seconds) <= elapsed < seconds
+
+
+def _before_rounded_up(lease: tuple[datetime, float] | None, now: datetime) -> bool:
+    """Is ``now`` past a fractional lease but before its next whole second (1.75 s of 1.5 s)?"""
+    if lease is None:
+        return False
+    claimed_at, seconds = lease
+    elapsed = (now - claimed_at).total_seconds()
+    return seconds != int(seconds) and seconds < elapsed < int(seconds) + 1
+
+
+def _lease_precision() -> str:
+    """CLAIM-LEASE-PRECISE when a fresh store shows a 1.5 s lease cut or drawn out to whole
+    seconds, else UNCONFIRMED (the shape of the failure alone does not say which clause)."""
+    if confirmed(lease_cut_short()) or confirmed(lease_drawn_out()):
+        return "CLAIM-LEASE-PRECISE"
+    return UNCONFIRMED
+
+
 #: Which clause a command wrongly *missing* from a claim breaks, by the last call on it.
 _MISSING_AFTER = {"submit": "SUBMIT-THEN-CLAIM", "release": "RELEASE-NOT-COMPLETE"}
 
@@ -342,19 +395,30 @@ def claim_culprits(
     limit: int,
     last_ops: Mapping[str, str],
     free_at_boundary: bool = True,
+    leases: Mapping[str, tuple[datetime, float]] | None = None,
+    lease_seconds: float | None = None,
 ) -> tuple[str, ...]:
     """The clause(s) a wrong claim answer shows broken; ``()`` when it cannot tell."""
     free = claimable(commands, now, free_at_boundary=free_at_boundary)
     free_ids = {c.command_id for c in free}
     by_id = {c.command_id: c for c in commands}
+    leases = leases or {}
     if len(result) > max(limit, 0):
         return ("CLAIM-LIMIT",)
+    if lease_seconds is not None:
+        until = now + timedelta(seconds=lease_seconds)
+        if any(c.lease_until is not None and c.lease_until != until for c in result):
+            # The lease handed out is not now + lease_seconds: rounded, or cut.
+            return (_lease_precision() if lease_seconds != int(lease_seconds)
+                    else "SUBMIT-THEN-CLAIM",)
     wrong = [c for c in result if c.command_id in by_id and c.command_id not in free_ids]
     if wrong:
         out = set()
         for c in wrong:
             held = by_id[c.command_id]
-            if held.finished_at is None:
+            if held.finished_at is None and _past_whole_seconds(leases.get(c.command_id), now):
+                out.add(_lease_precision())  # inside a fractional lease, past its seconds
+            elif held.finished_at is None:
                 out.add("CLAIM-LEASE-EXCLUSIVE")  # unfinished, so still leased
             elif last_ops.get(c.command_id) == "release":
                 out.add("RELEASE-FINISHED-NOOP")
@@ -376,7 +440,9 @@ def claim_culprits(
     if len(result) < count and missing:
         out = set()
         for c in missing:
-            if c.lease_until is not None:
+            if c.lease_until is not None and _before_rounded_up(leases.get(c.command_id), now):
+                out.add(_lease_precision())  # expired, but not yet by the next whole second
+            elif c.lease_until is not None:
                 out.add("CLAIM-EXPIRED-RECLAIM")
             else:
                 op = last_ops.get(c.command_id)
@@ -451,6 +517,9 @@ class Model:
     last_ops: dict[str, str] = field(default_factory=dict)
     #: Commands of pruned tasks: a store may or may not still hold them (see adopt_prune).
     orphans: set[str] = field(default_factory=set)
+    #: command id -> (when it was last claimed, for how many seconds): what tells a
+    #: lease cut to whole seconds from a lease ignored.
+    leases: dict[str, tuple[datetime, float]] = field(default_factory=dict)
 
     def create(self, snapshot: TaskSnapshot) -> bool:
         """True if created; False means the store must raise StoreError and change nothing."""
@@ -519,11 +588,16 @@ class Model:
         self.last_ops[command.command_id] = "submit"
         return True
 
-    def adopt_claim(self, claimed: Iterable[Command]) -> None:
-        """Record the store's (already validated) claim."""
+    def adopt_claim(
+        self, claimed: Iterable[Command], *, now: datetime | None = None,
+        lease_seconds: float | None = None,
+    ) -> None:
+        """Record the store's (already validated) claim, made at ``now`` for ``lease_seconds``."""
         for command in claimed:
             self.commands[command.command_id] = command
             self.last_ops[command.command_id] = "claim"
+            if now is not None and lease_seconds is not None:
+                self.leases[command.command_id] = (now, lease_seconds)
 
     def complete(self, command_id: str, now: datetime, outcome: str | None) -> None:
         """Finish an unfinished command; unknown or finished: nothing."""

@@ -70,18 +70,24 @@ TAG_POOL: tuple[str, ...] = (
     "io", "ios", "bio", "i", "o", "IO", "Io",
     "io,", ",io", "io ", " io", '"io"', "[io]", "io\\", "i%", "i_", "%", "_",
     "", ",", '","', "a,b", "[]",
+    # JSON path and GLOB: a tag spliced into '$.<tag>' or a pattern.
+    "$.io", "io.x", "io[0]", "io*", "i?", "@", "'io'",
 )
 
 #: Names that collide under LIKE (``%``/``_`` wildcards, ASCII case folding) or by prefix.
 NAME_POOL: tuple[str, ...] = (
     "job", "jobs", "Job", "JOB", "job_1", "jobx1", "job%", "job%x", "jobxx",
     "jo", "j\\ob", "j\\\\ob", "", "é", "e\u0301", "job\u202e",
+    # GLOB, regex and JSON-path metacharacters next to what they would match instead.
+    "a*b", "axb", "a?b", "a[b]c", "abc", "a.b", "a+b", "aab", "(a)", "a$", "a^b", "a|b",
 )
 
 #: ``name_prefix`` values drawn often: LIKE wildcards and escapes that also occur
 #: literally in :data:`NAME_POOL`, case variants, combining marks.
 PREFIX_POOL: tuple[str, ...] = (
     "%", "_", "\\", "job_", "job%", "jo_", "j_b", "j%", "j\\", "j\\o", "J", "JOB", "e", "",
+    # GLOB, regex, JSON path: each would match axb, abc or aab if read as a pattern.
+    "a*", "a?", "a[", "a[b]", "a.", "a+", "a.*", "(", "a$", "a^", "a|", "^a", "$",
 )
 #: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)

@@ -29,10 +29,11 @@ What a model comparison accepts: wherever the contract allows several answers
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from hypothesis import given, settings
@@ -41,6 +42,7 @@ from hypothesis import strategies as st
 from . import strategies as cst
 from .assertions import QUERY_CLAUSES
 from .blame import blame, blamed, same_snapshot
+from .cases import claim_cases, counting, mark, prune_cases, query_cases
 from .clauses import checks
 from .codec import (
     command_to_row,
@@ -53,7 +55,7 @@ from .codec import (
 from .confirm import confirming
 from .errors import ConcurrencyConflict
 from .hypothesis_profiles import active_settings
-from .model import Command, TaskQuery, TaskSnapshot, TaskStatus, Transition
+from .model import Command, TaskSnapshot, TaskStatus, Transition
 from .observe import all_tasks, read_task
 from .oracle import (
     Model,
@@ -78,10 +80,18 @@ _APPENDS = st.lists(
     ),
     max_size=12,
 )
+_T0 = datetime(2030, 1, 1, tzinfo=UTC)
 _MAYBE_PROGRESS = st.none() | cst.progresses()
 _MAYBE_TIME = st.none() | cst.aware_datetimes()
 _MAYBE_TEXT = st.none() | cst.texts()
-_QUERY_LISTS = st.lists(cst.queries(), min_size=2, max_size=10)  # queries are cheap
+
+
+def _steps_within(lease: float) -> list[int]:
+    """Clock steps (µs) that probe a lease of ``lease`` seconds: inside it but past its
+    whole seconds, exactly at its end, a microsecond after, and a long way after."""
+    us = round(lease * 1_000_000)
+    whole = int(lease) * 1_000_000
+    return sorted({(whole + us) // 2 if whole < us else us // 2, us, us + 1, 60 * 1_000_000})
 
 
 def _run(
@@ -188,13 +198,19 @@ class StoreProperties(StoreSeam):
 
     hypothesis_settings: ClassVar[settings | None] = None
 
-    def run_property(self, test: Callable[..., None], **strategies: Any) -> None:
+    def run_property(
+        self, test: Callable[..., None], *, check: str | None = None, **strategies: Any
+    ) -> None:
         """Run ``test`` under hypothesis with this class's settings (for subclasses' own).
 
         A culprit guessed from the shape of a difference is checked on a fresh store
-        before it is blamed (confirm.py).
+        before it is blamed (confirm.py); with ``check`` named, the input cases its
+        examples meet are counted (cases.py).
         """
-        with confirming(self.opened_store):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(confirming(self.opened_store))
+            if check is not None:
+                stack.enter_context(counting(check))
             _run(test, self.hypothesis_settings, **strategies)
 
     # -- round-trips ----------------------------------------------------------------
@@ -252,14 +268,23 @@ class StoreProperties(StoreSeam):
         """Appends in any order, replayed, over several tasks: history() equals the model."""
 
         def prop(ids: list[str], data: st.DataObject) -> None:
-            rows = [
-                replace(row, task_id=ids[i % len(ids)], version=version)
-                for row, i, version in data.draw(_APPENDS, label="appends")
-            ]
+            # One row per (task_id, version): a replay carries the same content, as crash
+            # recovery does (a replay with other content is APPEND-FIRST-WINS, a SHOULD
+            # the contract checks on its own).
+            firsts: dict[tuple[str, int], Transition] = {}
+            for row, i, version in data.draw(_APPENDS, label="appends"):
+                row = replace(row, task_id=ids[i % len(ids)], version=version)
+                firsts.setdefault((row.task_id, row.version), row)
+            rows = list(firsts.values())
             # Replays: the same rows again (crash recovery), in another order.
             replays = data.draw(st.permutations(rows), label="replays")
             model = Model()
             with self.opened_store() as store:
+                # Every task exists first: an append for a task that does not is left open
+                # by the guide (a foreign key from history to tasks refuses it).
+                for task_id in ids:
+                    _create_given(store, TaskSnapshot(task_id, "history", TaskStatus.PENDING,
+                                                      0, _T0, _T0))
                 for row in [*rows, *replays[: data.draw(st.integers(0, len(rows)))]]:
                     blamed(("APPEND-IDEMPOTENT",), functools.partial(store.append, row))
                     model.append(row)
@@ -280,32 +305,44 @@ class StoreProperties(StoreSeam):
         "CLAIM-ORDER",
         "CLAIM-LIMIT",
         "CLAIM-LEASE-EXCLUSIVE",
+        "CLAIM-LEASE-PRECISE",
+        "CLAIM-EXPIRED-RECLAIM",
         "TIME-INSTANT-ORDER",
         "TIME-UTC-ROUNDTRIP",
     )
     def test_claim_matches_model(self) -> None:
-        """Submitted commands come back intact from claims, oldest first, limit obeyed."""
+        """Submitted commands come back intact from claims, oldest first, limit obeyed, and
+        the clock moves in between: leases (fractional ones too) hold exactly as long as
+        asked, and end then."""
 
         def prop(commands: list[Command], now: datetime, data: st.DataObject) -> None:
             model = Model()
+            lease = data.draw(cst.lease_seconds(), label="lease")
             with self.opened_store() as store:
                 for command in commands:
                     store.submit_command(command)
                     model.submit(command)
-                for _ in range(data.draw(st.integers(1, 3), label="claims")):
-                    lease = data.draw(cst.lease_seconds(), label="lease")
+                for step in range(data.draw(st.integers(1, 4), label="claims")):
+                    if step:
+                        # The clock moves by a share of the last lease: inside it past its
+                        # whole seconds (1.25 s of 1.5), exactly at its end, just after.
+                        now += timedelta(microseconds=data.draw(
+                            st.sampled_from(_steps_within(lease)), label="step"))
+                        lease = data.draw(cst.lease_seconds(), label="lease")
                     limit = data.draw(cst.limits(), label="limit")
+                    mark(claim_cases(lease, now, model.leases.values()))
                     claimed = list(
                         store.claim_commands(now=now, lease_seconds=lease, limit=limit)
                     )
                     check_claim(
                         claimed, model.commands.values(), now=now, lease_seconds=lease,
-                        limit=limit, last_ops=model.last_ops,
+                        limit=limit, last_ops=model.last_ops, leases=model.leases,
                     )
-                    model.adopt_claim(claimed)
+                    model.adopt_claim(claimed, now=now, lease_seconds=lease)
 
         self.run_property(
-            prop, commands=cst.command_lists(), now=cst.aware_datetimes(), data=st.data()
+            prop, check="test_claim_matches_model",
+            commands=cst.command_lists(), now=cst.aware_datetimes(max_year=2199), data=st.data()
         )
 
     # -- optimistic concurrency ---------------------------------------------------------
@@ -448,16 +485,22 @@ class StoreProperties(StoreSeam):
     def test_query_matches_model(self) -> None:
         """Random tasks, random TaskQuery: the result is a valid answer of the model."""
 
-        def prop(tasks: list[TaskSnapshot], queries: list[TaskQuery]) -> None:
+        def prop(tasks: list[TaskSnapshot], data: st.DataObject) -> None:
+            # Half the queries are aimed at these tasks (their names, prefixes, tags...,
+            # limits below the match count), half drawn from the fixed pools.
+            queries = data.draw(st.lists(cst.queries_for(tasks) | cst.queries(),
+                                         min_size=2, max_size=10), label="queries")
             with self.opened_store() as store:
                 for task in tasks:
                     _create_given(store, task)
                 check_query(store.query(), tasks, None)
                 check_query(store.query(None), tasks, None)
                 for q in queries:
+                    mark(query_cases(q, tasks))
                     check_query(store.query(q), tasks, q)
 
-        self.run_property(prop, tasks=cst.snapshot_lists(min_size=1), queries=_QUERY_LISTS)
+        self.run_property(prop, check="test_query_matches_model",
+                          tasks=cst.snapshot_lists(min_size=1), data=st.data())
 
     @checks("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
     def test_counts_match_model(self) -> None:
@@ -509,6 +552,7 @@ class StoreProperties(StoreSeam):
                     row = Transition(task.task_id, 1, None, task.status, task.updated_at)
                     store.append(row)
                     model.append(row)
+                mark(prune_cases(tasks, keep))
                 returned = store.prune(keep_terminal=keep)
                 left = {t.task_id for t in all_tasks(store)}
                 assert left <= set(model.tasks), "prune() created tasks"
@@ -526,6 +570,7 @@ class StoreProperties(StoreSeam):
 
         self.run_property(
             prop,
+            check="test_prune_matches_model",
             tasks=cst.snapshot_lists(max_size=8),
             keep=st.integers(0, 9),
         )

@@ -31,15 +31,19 @@ from .model import (
 
 __all__ = [
     "ADVERSARIAL_TEXT",
+    "ID_LENGTH",
     "KATHMANDU",
+    "NAME_LENGTH",
     "ST_JOHNS",
     "T0",
+    "TEXT_LENGTH",
     "adversarial_values",
     "at",
     "command",
     "full_command",
     "full_snapshot",
     "full_transition",
+    "long_text",
     "snapshot",
     "transition",
 ]
@@ -81,6 +85,33 @@ def adversarial_values(*, include_nul: bool = False) -> tuple[str, ...]:
     pairs = [text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right)]
     nul = [f"v{NUL}w", f"build{NUL}"] if include_nul else []
     return tuple(dict.fromkeys([*groups, *pairs, *LITERAL_ESCAPES, *nul]))
+
+
+#: The lengths a store must hold (docs/backend-guide.md §7, LENGTH-IDS / LENGTH-TEXT), in
+#: characters (code points), 4-byte ones included: ids, tags, run ids, lease owners and
+#: issuers (keys and indexed columns: 255 fits every engine's index limit in utf8mb4) ...
+ID_LENGTH = 255
+#: ... task names (indexed for prefix queries in some stores; 1,024 characters hold any name
+#: a controller makes, and an index may cover a prefix of them) ...
+NAME_LENGTH = 1024
+#: ... and free text: progress messages, failure type, message and detail (a traceback),
+#: transition reasons, command outcomes. 8,192 4-byte characters are 32 KiB: within a
+#: MySQL TEXT column (64 KiB), far within PostgreSQL text.
+TEXT_LENGTH = 8192
+
+#: The characters long samples are made of: 1-, 2-, 3- and 4-byte UTF-8 in turn, so a
+#: column sized in bytes (or in UTF-16 units) overflows where one sized in characters does not.
+_WIDTHS = ("a", "\u00e9", "\u4e2d", "\U0001f600")
+
+
+def long_text(length: int, *, tail: str = "") -> str:
+    """Exactly ``length`` characters, every UTF-8 width in turn, ending in ``tail``.
+
+    Two samples that differ only in ``tail`` share every character but the last ones: a
+    store that truncates them makes them equal.
+    """
+    body = "".join(_WIDTHS[i % len(_WIDTHS)] for i in range(length - len(tail)))
+    return body + tail
 
 
 def at(seconds: float, tz: tzinfo = UTC) -> datetime:

@@ -57,6 +57,7 @@ from .alphabet import (
     C0_CONTROLS,
     DEL,
     ESCAPED_CHARACTERS,
+    METACHARACTERS,
     NUL,
 )
 from .model import (
@@ -69,6 +70,7 @@ from .model import (
     TaskStatus,
     Transition,
 )
+from .oracle import matches
 from .pools import (
     ADVERSARIAL_POOL,
     BROKE_STORES,
@@ -112,6 +114,7 @@ __all__ = [
     "pick_times",
     "progresses",
     "queries",
+    "queries_for",
     "snapshot_lists",
     "snapshots",
     "statuses",
@@ -438,6 +441,13 @@ def commands(
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _metacharacter_prefixes() -> SearchStrategy[str]:
+    """``a`` + one metacharacter, the pattern language drawn first (see alphabet.py)."""
+    return st.sampled_from(sorted(METACHARACTERS)).flatmap(
+        lambda language: st.sampled_from(METACHARACTERS[language]).map(lambda c: "a" + c))
+
+
 def _pick(pool: Sequence[Any], fallback: SearchStrategy[Any]) -> SearchStrategy[Any]:
     """A filter value: from ``pool`` (it hits data) or ``fallback`` (it may not)."""
     return st.sampled_from(list(pool)) | fallback if pool else fallback
@@ -475,8 +485,14 @@ def _queries(
     values: dict[str, SearchStrategy[Any]] = {
         "statuses": st.frozensets(statuses()),
         "name": _pick(names_pool, names()),
-        # Adversarial prefixes ("build ", "Build"...) come whole from names().
-        "name_prefix": st.sampled_from(PREFIX_POOL) | _pick(_prefixes(names_pool), names()),
+        # Adversarial prefixes ("build ", "Build"...) come whole from names(); one draw in
+        # three is "a" + a metacharacter, each pattern language (LIKE, GLOB, regex, JSON
+        # path) as often as the others.
+        "name_prefix": st.one_of(
+            st.sampled_from(PREFIX_POOL),
+            _pick(_prefixes(names_pool), names()),
+            _metacharacter_prefixes(),
+        ),
         "tag": _pick(tags_pool, tags()),
         "buckets": st.frozensets(
             st.sampled_from(list(buckets_pool)) | buckets() if buckets_pool else buckets(),
@@ -495,6 +511,64 @@ def _queries(
     )
     return st.one_of(single, single, combined)  # two thirds single-filter
 
+
+
+def queries_for(tasks: Sequence[TaskSnapshot]) -> SearchStrategy[TaskQuery]:
+    """Queries aimed at what a store holds: filter values taken from ``tasks``.
+
+    Fixed pools (:func:`queries`) hit the data only when generation happens to draw a
+    value some task has; a bug that shows only when a filter matches *and* a limit cuts
+    the result (a LIMIT applied before the WHERE) then hides. Here every filter value
+    is a value of some task -- its name, a prefix of its name, one of its tags, its
+    bucket, its run id, its status -- often two filters at once. Half the queries are
+    built around that bug: the task that comes first in the requested order fails the
+    filter, some later one passes it, and a limit asks for no more than the matches.
+    """
+    if not tasks:
+        return queries()
+    pool = list(tasks)
+
+    def value_of(draw: st.DrawFn, task: TaskSnapshot, kind: str) -> dict[str, Any]:
+        if kind == "name":
+            return {"name": task.name}
+        if kind == "name_prefix":
+            return {"name_prefix": task.name[: draw(st.integers(0, len(task.name)))]}
+        if kind == "tag" and task.tags:
+            return {"tag": draw(st.sampled_from(sorted(task.tags)))}
+        if kind == "buckets" and task.bucket is not None:
+            return {"buckets": frozenset({task.bucket})}
+        if kind == "pipeline_run_id" and task.pipeline_run_id is not None:
+            return {"pipeline_run_id": task.pipeline_run_id}
+        return {"statuses": frozenset({task.status})}
+
+    kinds = st.sampled_from(
+        ("name", "name_prefix", "tag", "buckets", "pipeline_run_id", "statuses"))
+
+    @st.composite
+    def build(draw: st.DrawFn) -> TaskQuery:
+        newest_first = draw(st.booleans(), label="newest_first")
+        fields: dict[str, Any] = {}
+        if len(pool) > 1 and draw(st.booleans(), label="first row fails the filter"):
+            ordered = sorted(pool, key=lambda t: (t.created_at.astimezone(UTC), t.task_id),
+                             reverse=newest_first)
+            for _ in range(4):  # a filter some later task passes and the first one fails
+                other = draw(st.sampled_from(ordered[1:]), label="passing task")
+                candidate = value_of(draw, other, draw(kinds))
+                if not matches(ordered[0], TaskQuery(**candidate)):
+                    fields = candidate
+                    break
+        if not fields:
+            for _ in range(draw(st.integers(1, 2), label="filters")):
+                fields.update(value_of(draw, draw(st.sampled_from(pool)), draw(kinds)))
+        hits = sum(1 for t in pool if matches(t, TaskQuery(**fields)))
+        limit = draw(st.one_of(
+            st.integers(1, max(hits, 1)),  # at most the matches: a cut-short answer shows
+            st.none(),
+            st.integers(0, hits + 1),
+        ), label="limit")
+        return TaskQuery(**fields, limit=limit, newest_first=newest_first)
+
+    return build()
 
 
 @functools.lru_cache(maxsize=512)
@@ -572,10 +646,14 @@ def snapshot_lists(*, min_size: int = 0, max_size: int = 10) -> SearchStrategy[l
     @st.composite
     def build(draw: st.DrawFn) -> list[TaskSnapshot]:
         pool = draw(instant_pools())
-        return [
-            replace(snapshot, created_at=pool[i % len(pool)].astimezone(zone))
-            for snapshot, i, zone in draw(shapes)
-        ]
+        out = []
+        for snapshot, i, zone in draw(shapes):
+            # updated_at on its own from the same pool: its order among the tasks differs
+            # from created_at's, which a prune or query sorting by the wrong column shows.
+            j = draw(st.integers(0, 7), label="updated_at")
+            out.append(replace(snapshot, created_at=pool[i % len(pool)].astimezone(zone),
+                               updated_at=pool[(i + j) % len(pool)] + timedelta(seconds=j)))
+        return out
 
     return build()
 

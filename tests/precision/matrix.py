@@ -159,6 +159,7 @@ STRESS_CLAUSES: dict[str, str] = {
     "ReleaseKeepsLease": "RELEASE-NOT-COMPLETE",
     "StaleRowTouch": "XP-TOUCH-SAVE",
     "TouchBumpsVersion": "TOUCH-NO-VERSION",
+    "LocationPoolClose": "XP-CLOSE-ISOLATED",
 }
 
 

@@ -4,6 +4,7 @@ and run a scenario against a ``make_shared_store`` factory."""
 from __future__ import annotations
 
 import contextlib
+import unittest
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,8 @@ def contract_failures(make_store: Callable[[], Any]) -> dict[str, str]:
         case.setup_method()
         try:
             getattr(case, name)()
+        except unittest.SkipTest:
+            pass  # a check that did not run (PRUNE-LARGE outside the thorough profile)
         except Exception as exc:  # AssertionError or whatever the store raised
             failures[name] = f"{type(exc).__name__}: {exc}"
         finally:

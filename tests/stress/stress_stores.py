@@ -356,6 +356,22 @@ def _root() -> Path:
     return Path(tempfile.mkdtemp(prefix="chongming-stress-tests-"))
 
 
+class LocationPoolClose(SqliteTaskStore):
+    """Instances on one file share what the location holds (a pool per location, as a
+    module-level cache keyed by DSN does), and close() of any one of them closes it: every
+    other instance on that file is dead from then on."""
+
+    _by_location: dict[str, list[SqliteTaskStore]] = {}  # noqa: RUF012 -- the bug
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path)
+        LocationPoolClose._by_location.setdefault(str(path), []).append(self)
+
+    def close(self) -> None:
+        for store in LocationPoolClose._by_location.pop(self.path, [self]):
+            SqliteTaskStore.close(store)
+
+
 def single(cls: type[SqliteTaskStore]) -> Callable[[], Iterator[SqliteTaskStore]]:
     """A ``make_store`` for the contract: a fresh file per call."""
 

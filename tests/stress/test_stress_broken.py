@@ -18,6 +18,7 @@ from stress_stores import (
     CheckThenWriteSave,
     ExpiryIgnoredClaim,
     LeaseWritingSave,
+    LocationPoolClose,
     NoLeaseClaim,
     OrmStyleSave,
     ReleaseKeepsLease,
@@ -61,6 +62,8 @@ CASES = [
     (OrmStyleSave, "lease_writer", {"stale-lease"}, set()),
     (SelectThenDeleteEachPrune, "prune_race", {"revived-task-pruned"}, set()),
     (UncommittedTouch, "touch_visibility", {"touch-invisible"}, set()),
+    # One instance's close() closing what every instance on the location shares:
+    (LocationPoolClose, "close_isolated", {"close-not-isolated"}, set()),
 ]
 IDS = [f"{c[0].__name__}-{c[1]}" for c in CASES]
 

@@ -89,12 +89,3 @@ def test_register_refuses_unknown_and_single_connection_clauses_and_reused_names
         register(Scenario(name="save_race", clause="XP-SAVE-ATOMIC", rule="again",
                           run=save_race_run))
     assert dict(SCENARIOS) == before
-
-
-def test_the_old_module_names_still_import() -> None:
-    from chongming_conformance.stress import checker, profile, records, stress_profiles, worker
-    from chongming_conformance.stress.scenarios import claim_race
-
-    assert checker.check_claim_race is claim_race.judge
-    assert profile.get_profile is stress_profiles.get_profile
-    assert worker.task is records.task

@@ -154,7 +154,45 @@ class CommandContract(ContractBase):
         self.store.submit_command(command("c-1"))
         assert _cmd_ids(self._claim(now=at(0), lease_seconds=LEASE)) == ["c-1"]
         got = self._claim(now=at(LEASE), lease_seconds=LEASE)
+        if _cmd_ids(got) != ["c-1"]:
+            later = self._claim(now=at(LEASE + 10), lease_seconds=LEASE)
+            blamed(("CLAIM-EXPIRED-RECLAIM",), lambda: _expect(
+                _cmd_ids(later) == ["c-1"],
+                "not claimable at lease_until, nor 10 s after it: leases never end"))
         assert _cmd_ids(got) == ["c-1"], "not claimable at now == lease_until"
+
+    @checks("CLAIM-LEASE-PRECISE")
+    def test_claim_lease_precise__fractional_seconds(self) -> None:
+        """Leases of 1.5 s and 0.25 s last exactly that: not a whole-second TTL (Redis
+        ``EX``), not an interval rounded to seconds.
+
+        Two preconditions first, blamed on their own clauses: a lease holds at all (a
+        store that ignores leases is CLAIM-LEASE-EXCLUSIVE's), and an expired one comes
+        back (a store where leases never end is CLAIM-EXPIRED-RECLAIM's).
+        """
+        self.store.submit_command(command("c-held"))
+        self._claim(now=at(0), lease_seconds=1.5)
+        blamed(("CLAIM-LEASE-EXCLUSIVE",), lambda: _expect(
+            self._claim(now=at(0.5), lease_seconds=1.5) == [],
+            "precondition: claimable again 0.5 s into a 1.5 s lease"))
+        blamed(("CLAIM-EXPIRED-RECLAIM",), lambda: _expect(
+            _cmd_ids(self._claim(now=at(30), lease_seconds=1.5)) == ["c-held"],
+            "precondition: not claimable 28 s after a 1.5 s lease ended"))
+        self.store.complete_command("c-held", now=at(31))
+        for n, (lease, inside) in enumerate(((1.5, 1.2), (0.25, 0.2))):
+            cid, t0 = f"c-{n}", 100.0 * (n + 1)
+            self.store.submit_command(command(cid, created=-10 + n))
+            claimed = self._claim(now=at(t0), lease_seconds=lease)
+            assert _cmd_ids(claimed) == [cid], f"the first claim of {cid}"
+            again = self._claim(now=at(t0 + inside), lease_seconds=lease)
+            assert again == [], (
+                f"claimed again {inside} s into a {lease} s lease: the lease was cut to whole "
+                "seconds")
+            after = self._claim(now=at(t0 + lease + 0.000001), lease_seconds=lease)
+            assert _cmd_ids(after) == [cid], (
+                f"not claimable a microsecond after a {lease} s lease ended: the lease was "
+                "rounded up")
+            self.store.complete_command(cid, now=at(t0 + lease + 1))
 
     @checks("CLAIM-EXPIRED-RECLAIM")
     def test_claim_expired_reclaim__new_lease_after_expiry(self) -> None:

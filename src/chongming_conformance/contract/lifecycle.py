@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unittest
 from collections.abc import Callable
 
 from ..blame import blame
@@ -22,6 +23,11 @@ from ..timeouts import unwrap
 from ._base import LEASE, ContractBase, _cmd_ids, _versions
 
 __all__ = ["LifecycleContract"]
+
+
+#: Terminal tasks PRUNE-LARGE drops in one call: beyond every bind-parameter limit
+#: (SQLite 32,766, PostgreSQL and MySQL 65,535).
+LARGE_PRUNE = 100_000
 
 
 class LifecycleContract(ContractBase):
@@ -95,6 +101,41 @@ class LifecycleContract(ContractBase):
         assert left == ["old-pending", "old-running", "done-3", "done-4"], f"left: {left}"
         assert self.store.prune(keep_terminal=2) == 0, "a second prune has nothing to drop"
         assert self.store.prune(keep_terminal=10) == 0, "keep more than exist"
+
+    @checks("PRUNE-OLDEST-FIRST")
+    def test_prune_oldest_first__by_created_at_not_updated_or_finished(self) -> None:
+        """"Oldest" is created_at: a task created first but updated (or finished) last is
+        still the one to go (a prune ordered by updated_at keeps it)."""
+        self._given(
+            snapshot("old", status=TaskStatus.SUCCEEDED, created=0,
+                     updated_at=at(100), finished_at=at(100)),
+            snapshot("new", status=TaskStatus.SUCCEEDED, created=1,
+                     updated_at=at(1), finished_at=at(1)),
+        )
+        dropped = self.store.prune(keep_terminal=1)
+        left = self._query_ids()
+        assert (dropped, left) == (1, ["new"]), (
+            f"prune(keep_terminal=1) returned {dropped} and kept {left}; it must drop 'old' "
+            "(created first, updated and finished last): prune goes by created_at"
+        )
+
+    @checks("PRUNE-LARGE")
+    def test_prune_large__100k_terminal_tasks_in_one_call(self) -> None:
+        """One prune of 100,000 terminal tasks (no bind-parameter list, no statement-size
+        bound), non-terminal ones kept. Writing 100k tasks costs time, so it runs under the
+        thorough profile only: elsewhere the clause is NOT VERIFIED with this reason."""
+        from ..hypothesis_profiles import PROFILES, active_profile_name
+
+        if active_profile_name() != PROFILES["thorough"]:
+            raise unittest.SkipTest(
+                "PRUNE-LARGE writes 100,000 tasks: it runs under --chongming-profile=thorough")
+        self._given(snapshot("keep-running", status=TaskStatus.RUNNING, created=-1))
+        for i in range(LARGE_PRUNE):
+            self.store.create(snapshot(f"bulk-{i:06d}", status=TaskStatus.SUCCEEDED,
+                                       created=i / 1000))
+        dropped = self.store.prune(keep_terminal=0)
+        assert dropped == LARGE_PRUNE, f"prune(keep_terminal=0) returned {dropped}"
+        assert self._query_ids() == ["keep-running"], "prune left terminal tasks (or none)"
 
     @checks("PRUNE-HISTORY")
     def test_prune_history__dropped_with_task_others_kept(self) -> None:

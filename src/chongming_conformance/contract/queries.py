@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..alphabet import METACHARACTERS, describe
 from ..clauses import checks
 from ..model import (
     TaskQuery,
@@ -110,6 +113,39 @@ class QueryContract(ContractBase):
         assert by_prefix("report-1") == ["report-1"], "a full name is its own prefix"
         assert by_prefix("") == names, "the empty prefix matches every name, even ''"
 
+    @checks("QUERY-NAME-PREFIX-LITERAL")
+    def test_query_name_prefix_literal__pattern_metacharacters(self) -> None:
+        """Every metacharacter of LIKE, GLOB, regex and JSON path is literal in a prefix.
+
+        Names ``a<c>z`` for each metacharacter ``c``, and decoys a pattern language would
+        match instead (``a*`` under GLOB matches ``axz``; ``a.`` as a regex matches
+        ``abz``; ``a%`` under LIKE matches everything starting with ``a``).
+        """
+        chars = sorted({c for group in METACHARACTERS.values() for c in group})
+        decoys = ["a", "aa", "ab", "az", "abz", "axz", "aaz", "a\n", "ba*"]
+        names = list(dict.fromkeys([*(f"a{c}z" for c in chars), *decoys]))
+        for i, name in enumerate(names):
+            self.store.create(snapshot(f"m-{i:02d}", name=name, created=i))
+        prefixes = [*(f"a{c}" for c in chars), "a[b]", "a.*", "a[az]", "a(z|b)", "a\\"]
+        for prefix in dict.fromkeys(prefixes):
+            expected = [f"m-{i:02d}" for i, n in enumerate(names) if n.startswith(prefix)]
+            classes = [k for k, group in METACHARACTERS.items() if any(c in prefix for c in group)]
+            self._assert_query(
+                expected, f"name_prefix={describe(prefix)} is literal ({', '.join(classes)} "
+                "metacharacters match only themselves)", name_prefix=prefix)
+
+    @checks("QUERY-TAG-EXACT")
+    def test_query_tag_exact__pattern_metacharacters(self) -> None:
+        """A tag holding a JSON-path, GLOB, LIKE or regex metacharacter matches only itself."""
+        chars = sorted({c for group in METACHARACTERS.values() for c in group})
+        tags = [*(f"t{c}x" for c in chars), "t", "tx", "t.x.y", "t[0]"]
+        for i, tag in enumerate(tags):
+            self.store.create(snapshot(f"m-{i:02d}", tags=frozenset({tag, "common"}),
+                                       created=i))
+        for i, tag in enumerate(tags):
+            self._assert_query([f"m-{i:02d}"], f"tag={describe(tag)} matches only itself",
+                               tag=tag)
+
     @checks("QUERY-TAG-EXACT")
     def test_query_tag_exact__no_substring_matches(self) -> None:
         tag_sets = [
@@ -162,6 +198,48 @@ class QueryContract(ContractBase):
         )
         assert self._query_ids(limit=1) == ["t-0"]
         assert self._query_ids(limit=99) == ["t-0", "t-1", "t-2", "t-3", "t-4"]
+
+    @checks("QUERY-LIMIT")
+    def test_query_limit__applied_after_every_filter(self) -> None:
+        """The limit takes the first N *matching* tasks: a task that fails the filter and
+        comes first in the requested order must not use up the limit (LIMIT before WHERE).
+
+        Each case writes two tasks with values no other case uses (so only they can match),
+        the non-matching one first in the order the query asks for.
+        """
+
+        def case(k: str, status: TaskStatus) -> list[tuple[dict[str, Any], dict[str, Any],
+                                                           dict[str, Any]]]:
+            return [  # (fields of the task that fails the filter, of the one that passes, filter)
+                ({"name": f"x{k}"}, {"name": f"y{k}"}, {"name": f"y{k}"}),
+                ({"name": f"n{k}"}, {"name": f"p{k}-1"}, {"name_prefix": f"p{k}-"}),
+                ({"tags": frozenset({f"a{k}"})}, {"tags": frozenset({f"b{k}"})},
+                 {"tag": f"b{k}"}),
+                ({"bucket": 100 + len(k)}, {"bucket": 200 + len(k)},
+                 {"buckets": frozenset({200 + len(k)})}),
+                ({"pipeline_run_id": f"r{k}"}, {"pipeline_run_id": f"s{k}"},
+                 {"pipeline_run_id": f"s{k}"}),
+                ({"status": TaskStatus.PENDING}, {"status": status},
+                 {"statuses": frozenset({status})}),
+            ]
+
+        clock = 0
+        for newest_first, k, status in ((False, "o", TaskStatus.FAILED),
+                                        (True, "nn", TaskStatus.CANCELLED)):
+            for n, (fails, passes, filters) in enumerate(case(k, status)):
+                ids = {"fails": f"f-{k}{n}", "passes": f"p-{k}{n}"}
+                order = ("fails", "passes") if not newest_first else ("passes", "fails")
+                for role in order:  # created in this order: "fails" comes first when read
+                    clock += 1
+                    self.store.create(snapshot(ids[role], created=clock,
+                                               **(fails if role == "fails" else passes)))
+                got = self._query_ids(limit=1, newest_first=newest_first, **filters)
+                assert got == [ids["passes"]], (
+                    f"query({filters}, limit=1, newest_first={newest_first}) returned {got}; "
+                    f"the one matching task is {ids['passes']!r}, and {ids['fails']!r}, which "
+                    "does not match, comes before it in that order: the limit must apply "
+                    "after the filter"
+                )
 
     @checks("QUERY-LIMIT")
     def test_query_limit__zero_returns_nothing(self) -> None:

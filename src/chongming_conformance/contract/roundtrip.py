@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from dataclasses import replace
+from datetime import UTC, timedelta
 
 from ..blame import snapshot_culprit
 from ..clauses import checks
 from ..model import (
+    Failure,
     Progress,
     TaskStatus,
+    Transition,
 )
 from ..samples import (
+    ID_LENGTH,
     KATHMANDU,
+    NAME_LENGTH,
     ST_JOHNS,
+    TEXT_LENGTH,
     at,
+    command,
     full_snapshot,
+    long_text,
     snapshot,
+    transition,
 )
-from ._base import ContractBase, _diff, expect_on
+from ._base import LEASE, ContractBase, _diff, expect_on
 
 __all__ = ["RoundTripContract"]
 
@@ -86,3 +95,66 @@ class RoundTripContract(ContractBase):
         assert self._query_ids() == ["east", "utc", "west"], "query() must order by instant"
         self._given_newest_first()
         assert self._query_ids(newest_first=True) == ["west", "utc", "east"]
+
+    # ========================================================================================
+    # lengths (docs/backend-guide.md §7)
+    # ========================================================================================
+    @checks("LENGTH-IDS")
+    def test_length_ids__255_characters_everywhere(self) -> None:
+        """Ids, tags, run ids, lease owners and issuers of ID_LENGTH characters (every UTF-8
+        width, 4-byte included), in pairs that differ only in their last character: a column
+        too short refuses them or, truncating, makes the two one."""
+        ids = {k: long_text(ID_LENGTH, tail=k) for k in ("A", "B")}
+        tags = {k: long_text(ID_LENGTH, tail=f"tag{k}") for k in ("A", "B")}
+        runs = {k: long_text(ID_LENGTH, tail=f"run{k}") for k in ("A", "B")}
+        for n, k in enumerate(("A", "B")):
+            self.store.create(snapshot(ids[k], created=n, tags=frozenset({tags[k]}),
+                                       pipeline_run_id=runs[k]))
+        for k in ("A", "B"):
+            got = self._get(ids[k])
+            assert (got.task_id, got.tags, got.pipeline_run_id) == (
+                ids[k], frozenset({tags[k]}), runs[k]), f"task {k} changed on its way back"
+            self._assert_query([ids[k]], f"a {ID_LENGTH}-character tag matches only itself",
+                               tag=tags[k])
+            self._assert_query([ids[k]], f"a {ID_LENGTH}-character run id matches only itself",
+                               pipeline_run_id=runs[k])
+        owner = long_text(ID_LENGTH, tail="owner")
+        self.store.touch(ids["A"], lease_owner=owner, lease_until=at(60))
+        assert self._get(ids["A"]).lease_owner == owner, "a long lease_owner changed"
+        self.store.append(transition(ids["A"], 1))
+        assert [t.task_id for t in self.store.history(ids["A"])] == [ids["A"]]
+        sent = [replace(command(long_text(ID_LENGTH, tail=f"cmd{k}"), ids[k], created=n),
+                        issued_by=long_text(ID_LENGTH, tail=f"by{k}"))
+                for n, k in enumerate(("A", "B"))]
+        for c in sent:
+            self.store.submit_command(c)
+        now = at(10)
+        got_cmds = sorted(self._claim(now=now, lease_seconds=LEASE), key=lambda c: c.created_at)
+        want = [replace(c, lease_until=now + timedelta(seconds=LEASE)) for c in sent]
+        assert got_cmds == want, "long command ids or issuers changed on their way back"
+
+    @checks("LENGTH-TEXT")
+    def test_length_text__long_names_and_messages(self) -> None:
+        """A NAME_LENGTH-character name and TEXT_LENGTH-character free text, every UTF-8 width."""
+        text = {k: long_text(TEXT_LENGTH, tail=k) for k in
+                ("progress", "type", "message", "detail", "reason", "outcome")}
+        name = long_text(NAME_LENGTH, tail="name")
+        task = snapshot(
+            "t-long", name=name,
+            progress=Progress(done=1, total=2, message=text["progress"]),
+            failure=Failure(text["type"], text["message"], text["detail"]),
+        )
+        self.store.create(task)
+        self._assert_stored(task, "a long name and long free text")
+        self._assert_query(["t-long"], f"a {NAME_LENGTH}-character name matches itself",
+                           name=name)
+        self._assert_query(["t-long"], "a long name prefix", name_prefix=name[:-1])
+        row = Transition("t-long", 1, None, TaskStatus.PENDING, at(0), text["reason"])
+        self.store.append(row)
+        assert list(self.store.history("t-long")) == [row], "a long reason changed"
+        sent = replace(command("c-long", "t-long"), outcome=text["outcome"])
+        self.store.submit_command(sent)
+        now = at(10)
+        got = self._claim(now=now, lease_seconds=LEASE)
+        assert got == [replace(sent, lease_until=now + timedelta(seconds=LEASE))], (
+            "a long command outcome changed")

@@ -16,6 +16,7 @@ from collections.abc import Generator, Iterable
 import pytest
 
 from ..blame import failure_blames
+from ..cases import take_counts
 from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
 from ..report.records import SETUP_PREFIX
 from ..reuse import StoreReuseError
@@ -27,6 +28,9 @@ __all__ = ["BLAMES_PROPERTY", "USAGE_PROPERTY", "Harvest", "hypothesis_info", "u
 #: The ``user_properties`` key marking a test stopped by a usage problem of the run (a
 #: ``reset_store`` that did not empty the store), not by anything the store did.
 USAGE_PROPERTY = "chongming-usage-error"
+
+#: The ``user_properties`` key carrying the input cases a generated check met (cases.py).
+CASES_PROPERTY = "chongming-cases"
 
 #: The ``user_properties`` key carrying a failing phase's blamed clauses. Read from the
 #: exception objects while they exist (every leaf of an ExceptionGroup included) and
@@ -118,6 +122,14 @@ class Harvest:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if is_suite_item(item) and call.when == "call":
+            counts = take_counts()  # what this test's hypothesis runs met (cases.py)
+            if counts:
+                merged: dict[str, int] = {}
+                for per_check in counts.values():
+                    for case, n in per_check.items():
+                        merged[case] = merged.get(case, 0) + n
+                report.user_properties.append((CASES_PROPERTY, merged))
         if is_suite_item(item):
             if report.failed and call.excinfo is not None:
                 ids, _ = failure_blames(call.excinfo.value)
@@ -205,6 +217,10 @@ class Harvest:
             )
         elif call is not None and call.passed:
             result.outcome = "passed"
+        for report in phases.values():
+            for key, value in report.user_properties:
+                if key == CASES_PROPERTY and isinstance(value, dict):
+                    result.cases = {str(k): int(v) for k, v in value.items()}
         # Property checks may run hypothesis inside a plain test method, so look at every
         # failing test's output, not only at @given tests.
         texts = [r.longreprtext for r in phases.values() if r.longrepr and not r.passed]

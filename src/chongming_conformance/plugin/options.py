@@ -118,6 +118,13 @@ def add_options(parser: pytest.Parser) -> None:
         "terminated and the scenario fails.",
     )
     group.addoption(
+        "--chongming-cases",
+        action="store_true",
+        default=False,
+        help="After the clause table, print how many examples of each generated check met "
+        "each targeted input case (always in the JSON report, tests[].cases).",
+    )
+    group.addoption(
         "--chongming-suite-only",
         action="store_true",
         default=False,
@@ -149,6 +156,8 @@ class Options:
     #: A ``chongming_conformance.stress.StressProfile`` with the command line's overrides.
     stress_profile: Any
     suite_only: bool
+    #: --chongming-cases: print the input-case table.
+    show_cases: bool
     collect_only: bool
     hypothesis_seed: str | None
     #: The options that can deselect suite tests, as named in a partial-run reason.
@@ -302,6 +311,7 @@ def read_options(config: pytest.Config) -> Options | None:
         shrink=bool(config.getoption("chongming_shrink")),
         stress_profile=_stress_profile(config),
         suite_only=bool(config.getoption("chongming_suite_only")),
+        show_cases=bool(config.getoption("chongming_cases")),
         collect_only=bool(config.getoption("collectonly")),
         hypothesis_seed=None if seed is None else str(seed),
         deselecting=_deselecting(config),

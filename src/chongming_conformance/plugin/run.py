@@ -30,6 +30,7 @@ from ..report import (
     dumps,
     exit_status,
     mask_secrets,
+    render_cases,
     render_gate,
     render_markdown,
     render_terminal,
@@ -212,6 +213,10 @@ class ConformanceRun:
         tr.write_sep("=", f"chongming conformance: {mask_secrets(self.kit.store_spec)}")
         for line, colour in render_terminal(self.doc):
             tr.write_line(line, **({colour: True} if colour else {}))
+        if self.options.show_cases:
+            tr.write_sep("-", "chongming input cases met (examples per case)")
+            for line in render_cases(self.doc) or ["no generated check recorded input cases"]:
+                tr.write_line(line)
         gate = render_gate(self.doc, [r.clause.id for r in self.assessment.gate_failed])
         if gate is not None:
             text, colour = gate

@@ -169,7 +169,10 @@ def _evaluate_one(
     # A strict xpass of a test deviating from *another* clause still passed all its checks.
     incomplete = [t for t in tests if t.outcome not in ("passed", "xpassed")]
     if incomplete:
-        why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" for t in incomplete)
+        why = "; ".join(
+            f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}"
+            + (f" ({t.message})" if t.outcome == "skipped" and t.message else "")
+            for t in incomplete)
         return ClauseResult(clause, NOT_VERIFIED, f"not every test checking it ran: {why}", tests)
     return ClauseResult(clause, PASS, None, tests)
 

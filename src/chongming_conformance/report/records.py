@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, TypedDict
 
 from ..clauses import Clause, Scope
-from .schema import Enum, as_json
+from .schema import OPTIONAL_KEY, Enum, as_json
 
 __all__ = [
     "DEVIATION",
@@ -76,6 +76,9 @@ class TestResult:
     hypothesis: HypothesisInfo | None = None
     #: Clauses a failure is blamed on (a ``chongming-blame:`` note); empty: all it declares.
     blames: tuple[str, ...] = ()
+    #: For a generated check: examples tried (``examples``) and how many met each targeted
+    #: input case (``chongming_conformance.cases``); None for other tests.
+    cases: Annotated[dict[str, int] | None, OPTIONAL_KEY] = None
 
     @property
     def failed_in_setup(self) -> bool:

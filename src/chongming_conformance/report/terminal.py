@@ -7,7 +7,7 @@ from typing import Any
 
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS
 
-__all__ = ["failing_test_names", "render_gate", "render_terminal"]
+__all__ = ["failing_test_names", "render_cases", "render_gate", "render_terminal"]
 
 
 def failing_test_names(entry: Mapping[str, Any]) -> list[str]:
@@ -51,6 +51,25 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
             "red",
         ))
     lines.append((f"verdict: {doc['verdict']}", "bold"))
+    return lines
+
+
+def render_cases(doc: Mapping[str, Any]) -> list[str]:
+    """Per generated check, how many examples met each targeted input case (the
+    ``--chongming-cases`` table): evidence that the run tried what matters."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for entry in doc["clauses"]:
+        for test in entry["tests"]:
+            cases = test.get("cases")
+            if not cases or test["nodeid"] in seen:
+                continue
+            seen.add(test["nodeid"])
+            examples = cases.get("examples", 0)
+            lines.append(f"{test['nodeid'].rsplit('::', 1)[-1]}: {examples} examples")
+            for case, n in sorted(cases.items()):
+                if case != "examples":
+                    lines.append(f"  {n:>6}  {case}")
     return lines
 
 

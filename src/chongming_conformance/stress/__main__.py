@@ -2,6 +2,15 @@
 
 ``MODULE:ATTR`` names a ``make_shared_store`` factory. Exit status 0 when every
 scenario passes, 1 otherwise. The same numbers feed docs/benchmarks.md.
+
+Two commands read the worker logs a run kept (the first argument picks them):
+
+* ``python -m chongming_conformance.stress timeline LOGDIR [--task ID] [--command ID]
+  [--around SECONDS]`` prints every worker's calls merged in time order
+  (``stress.timeline``);
+* ``python -m chongming_conformance.stress lincheck LOGDIR`` checks the recorded
+  history for linearizability (``stress.lincheck``; exit 0 linearizable, 1 violation,
+  2 not verified).
 """
 
 from __future__ import annotations
@@ -18,20 +27,62 @@ from .scenarios import SCENARIOS
 from .stress_profiles import PROFILES
 
 
+def lincheck_main(argv: Sequence[str]) -> int:
+    """``lincheck LOGDIR``: the linearizability verdict on a kept run's recorded history."""
+    from .lincheck import Budget, UnrecordedCalls, Verdict, check, read_history
+
+    defaults = Budget()
+    parser = argparse.ArgumentParser(prog="python -m chongming_conformance.stress lincheck")
+    parser.add_argument("logdir", help="the folder a run kept its worker logs in")
+    parser.add_argument("--max-states", type=int, default=defaults.max_states)
+    parser.add_argument("--max-seconds", type=float, default=defaults.max_seconds)
+    parser.add_argument("--reports", type=int, default=defaults.reports,
+                        help="how many failing partitions to minimise and print")
+    parser.add_argument("--skip", choices=["any", "concurrent"], default="any",
+                        help="which commands a claim may skip: any (SKIP LOCKED, default) or "
+                             "only those a concurrent call may hold locked")
+    args = parser.parse_args(argv)
+    try:
+        calls = read_history(args.logdir)
+    except (FileNotFoundError, UnrecordedCalls) as exc:
+        print(exc, file=sys.stderr)
+        return 4
+    budget = Budget(max_states=args.max_states, max_seconds=args.max_seconds,
+                    minimise_seconds=defaults.minimise_seconds, reports=args.reports)
+    result = check(calls, budget=budget, skip=args.skip)
+    print(result.report(limit=args.reports))
+    return {Verdict.LINEARIZABLE: 0, Verdict.VIOLATION: 1, Verdict.INCONCLUSIVE: 2}[
+        result.verdict]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m chongming_conformance.stress")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "timeline":
+        from .timeline import main as timeline_main
+
+        return timeline_main(argv[1:])
+    if argv and argv[0] == "lincheck":
+        return lincheck_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m chongming_conformance.stress",
+        epilog="Kept logs: 'python -m chongming_conformance.stress timeline LOGDIR' and "
+               "'python -m chongming_conformance.stress lincheck LOGDIR'.")
     parser.add_argument("factory", help="MODULE:ATTR of a make_shared_store() factory")
     parser.add_argument("--profile", default="ci", choices=sorted(PROFILES))
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS),
                         help="run only this scenario (repeatable)")
     parser.add_argument("--sqlite-integrity", action="store_true",
                         help="run PRAGMA integrity_check (opener = partial(Store, path))")
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep every scenario's worker logs, not only a failing one's "
+                             "(for 'timeline' and 'lincheck')")
     args = parser.parse_args(argv)
     module_name, _, attr = args.factory.partition(":")
     factory = getattr(importlib.import_module(module_name), attr or "make_shared_store")
     integrity: IntegrityCheck | None = sqlite_opener_integrity if args.sqlite_integrity else None
     started = time.monotonic()
-    results = run_all(factory, args.profile, scenarios=args.scenario, integrity=integrity)
+    results = run_all(factory, args.profile, scenarios=args.scenario, integrity=integrity,
+                      keep_logs=True if args.keep_logs else None)
     total = time.monotonic() - started
     print(f"{'scenario':<20} {'verdict':<8} {'ops':>6} {'ops/s':>8} {'wall s':>7}")
     for r in results:
@@ -39,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{r.scenario:<20} {verdict:<8} {r.ops:>6} {r.ops_per_second:>8.0f} "
               f"{r.wall_seconds:>7.1f}")
     print(f"total wall time {total:.1f} s (profile {args.profile})")
+    for r in results:
+        if r.ok and r.log_dir:
+            print(f"{r.scenario}: worker logs kept in {r.log_dir}")
     for r in results:
         if not r.ok:
             print(r.report(), file=sys.stderr)

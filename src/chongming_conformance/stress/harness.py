@@ -34,6 +34,7 @@ from ..factory import enter_store
 from ..progress import note
 from ..protocol import TaskStore
 from ..report.masking import masked_logging
+from .calls import encode_value, recorded_call
 from .diagnosis import deadline_report
 from .log import Logs, OpLog, read_logs
 from .stress_profiles import StressProfile
@@ -120,6 +121,9 @@ class WorkerContext:
         self.store = store
         self.log = log
         self.round: int | None = None
+        #: Log every call in full (``call(record=...)``'s default); a role that wants its
+        #: history checked (``stress.lincheck``) sets it before its first call.
+        self.record_calls = False
         self._barrier = barrier
         self._events = events
         self._deadline = deadline
@@ -151,11 +155,22 @@ class WorkerContext:
         *,
         now: datetime | None = None,
         summarize: Callable[[T], Any] | None = None,
+        record: bool | None = None,
     ) -> Outcome[T]:
-        """Run one store call, logging invoke and result; never raises a store error."""
-        seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now))
+        """Run one store call, logging invoke and result; never raises a store error.
+
+        ``record=True`` (default: ``self.record_calls``) also logs the full call -- the
+        protocol method with every argument, and the whole result -- in codec form
+        (``stress.calls``), which the linearizability checker and the timeline read.
+        ``fn`` must then be a bound store method or a ``functools.partial`` of one.
+        """
+        if record is None:
+            record = self.record_calls
+        call = recorded_call(fn) if record else None
+        seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now), call=call)
         try:
             value = fn()
+            returned = time.monotonic()
             summary = summarize(value) if summarize is not None else None
         except ConcurrencyConflict as exc:
             self.log.result(seq, ok=False, error={
@@ -170,7 +185,10 @@ class WorkerContext:
                 "store_error": isinstance(exc, StoreError),
                 "cause": None if cause is None else f"{type(cause).__name__}: {cause}"[:300]})
             return Outcome(False, error=f"{name}: {exc}")
-        self.log.result(seq, ok=True, value=summary)
+        if record:
+            self.log.result(seq, ok=True, value=summary, result=encode_value(value), t=returned)
+        else:
+            self.log.result(seq, ok=True, value=summary, t=returned)
         return Outcome(True, value)
 
 

@@ -8,7 +8,10 @@ Line shapes (``t`` is ``time.monotonic()``, system-wide on Linux and macOS,
 used for evidence and "stuck for N s" messages, never for a verdict):
 
 * ``{"ev": "inv", "w", "seq", "op", "round", "now", "detail", "t"}`` -- a call starts;
+  a call made with ``record=True`` also has ``"call": {"method", "args"}`` (the full
+  arguments, ``stress.calls``);
 * ``{"ev": "ret", "w", "seq", "ok", "value", "error", "t"}`` -- it returned or raised;
+  a recorded call that returned also has ``"result"`` (the whole value, ``stress.calls``);
 * ``{"ev": "note", "w", "what", ...}`` -- start, done, barrier-broken, crash.
 """
 
@@ -23,10 +26,12 @@ from typing import IO, Any
 
 from ..report.masking import mask_all
 
-__all__ = ["Logs", "Op", "OpLog", "read_logs"]
+__all__ = ["Logs", "Op", "OpLog", "read_log_dir", "read_logs"]
 
 #: The fields that carry exception text (masked); values and details are left exact.
 _MASKED = frozenset({"error", "traceback"})
+#: "No full result logged" (None is a result: ``get`` of a missing task).
+_ABSENT: Any = object()
 
 
 class OpLog:
@@ -45,23 +50,32 @@ class OpLog:
         self._file.flush()
 
     def invoke(
-        self, op: str, detail: dict[str, Any], *, round_: int | None, now: str | None
+        self, op: str, detail: dict[str, Any], *, round_: int | None, now: str | None,
+        call: dict[str, Any] | None = None,
     ) -> int:
-        """Log the start of a store call; returns its sequence number."""
+        """Log the start of a store call; returns its sequence number.
+
+        The stamp ``t`` is taken before the line is written, so it is never later than
+        the call's real start (a checker that orders calls by it stays sound).
+        """
         self._seq += 1
-        self._write(
-            {"ev": "inv", "w": self.worker, "seq": self._seq, "op": op, "round": round_,
-             "now": now, "detail": detail, "t": time.monotonic()}
-        )
+        record = {"ev": "inv", "w": self.worker, "seq": self._seq, "op": op, "round": round_,
+                  "now": now, "detail": detail, "t": time.monotonic()}
+        if call is not None:
+            record["call"] = call
+        self._write(record)
         return self._seq
 
     def result(self, seq: int, *, ok: bool, value: Any = None,
-               error: dict[str, Any] | None = None) -> None:
-        """Log how the call ``seq`` ended."""
-        self._write(
-            {"ev": "ret", "w": self.worker, "seq": seq, "ok": ok, "value": value, "error": error,
-             "t": time.monotonic()}
-        )
+               error: dict[str, Any] | None = None, result: Any = _ABSENT,
+               t: float | None = None) -> None:
+        """Log how the call ``seq`` ended; ``t`` is when it returned (default: now), never
+        earlier than the real return. ``result`` is the full value of a recorded call."""
+        record = {"ev": "ret", "w": self.worker, "seq": seq, "ok": ok, "value": value,
+                  "error": error, "t": time.monotonic() if t is None else t}
+        if result is not _ABSENT:
+            record["result"] = result
+        self._write(record)
 
     def note(self, what: str, **extra: Any) -> None:
         """Log a non-store event (start, done, barrier-broken, crash)."""
@@ -87,6 +101,11 @@ class Op:
     ok: bool = False
     value: Any = None
     error: dict[str, Any] | None = None
+    #: ``{"method", "args"}`` of a call made with ``record=True`` (``stress.calls``).
+    call: dict[str, Any] | None = None
+    #: The whole encoded result of a recorded call that returned (``has_result``).
+    result: Any = None
+    has_result: bool = False
 
     @property
     def pending(self) -> bool:
@@ -157,7 +176,7 @@ def read_logs(paths: dict[int, Path]) -> Logs:
             ev = rec.get("ev")
             if ev == "inv":
                 op = Op(worker, rec["seq"], rec["op"], rec.get("round"), rec.get("now"),
-                        rec.get("detail") or {}, rec["t"])
+                        rec.get("detail") or {}, rec["t"], call=rec.get("call"))
                 by_seq[op.seq] = op
                 ops.append(op)
             elif ev == "ret" and rec.get("seq") in by_seq:
@@ -166,8 +185,41 @@ def read_logs(paths: dict[int, Path]) -> Logs:
                 op.ok = bool(rec.get("ok"))
                 op.value = rec.get("value")
                 op.error = rec.get("error")
+                if "result" in rec:
+                    op.result, op.has_result = rec["result"], True
             elif ev == "note":
                 notes.append(rec)
         logs.ops[worker] = ops
         logs.notes[worker] = notes
     return logs
+
+
+def read_log_dir(logdir: str | Path) -> list[tuple[str, Logs]]:
+    """Every group of a kept run's log folder (``group<k>/worker<i>-<role>.jsonl``, as the
+    harness writes it), in group order, each with the prefix that names its workers in
+    merged output: ``""`` when the run had one group, else ``"g<k>."``.
+
+    A folder that holds worker files directly (no group folders) is one group.
+    """
+    root = Path(logdir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no such log folder: {root}")
+
+    def group_number(folder: Path) -> int:
+        digits = folder.name[len("group"):]
+        return int(digits) if digits.isdigit() else 0
+
+    folders = sorted((d for d in root.iterdir() if d.is_dir() and d.name.startswith("group")),
+                     key=group_number)
+    if not folders and any(root.glob("worker*.jsonl")):
+        folders = [root]
+    groups: list[tuple[str, Logs]] = []
+    for folder in folders:
+        paths: dict[int, Path] = {}
+        for path in sorted(folder.glob("worker*.jsonl")):
+            digits = path.name[len("worker"):].split("-", 1)[0].split(".", 1)[0]
+            if digits.isdigit():
+                paths[int(digits)] = path
+        prefix = "" if len(folders) == 1 else f"g{group_number(folder)}."
+        groups.append((prefix, read_logs(paths)))
+    return groups

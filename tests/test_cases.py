@@ -1,0 +1,62 @@
+"""The generated checks meet the input cases that matter, at the default (ci) profile.
+
+Each targeted case (chongming_conformance.cases.TARGETED) is where a realistic bug hides:
+a LIMIT before the WHERE, a prune by updated_at, a whole-second lease, a GLOB prefix. A
+check that never draws the case cannot catch the bug, however many examples it runs; this
+runs every check of TARGETED on the in-memory store at the ci profile (derandomized, so the
+counts are the run's, every time) and requires every case to occur.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chongming_conformance.cases import EXAMPLES, TARGETED, query_cases, take_counts
+from chongming_conformance.hypothesis_profiles import load_profile
+from chongming_conformance.model import TaskQuery, TaskStatus
+from chongming_conformance.properties import StoreProperties
+from chongming_conformance.samples import snapshot
+from chongming_conformance.stateful import StoreStateMachineTests
+from reference_stores.memory import InMemoryTaskStore
+
+
+class MemoryProperties(StoreProperties):
+    def make_store(self) -> InMemoryTaskStore:
+        return InMemoryTaskStore()
+
+
+class MemoryMachine(StoreStateMachineTests):
+    def make_store(self) -> InMemoryTaskStore:
+        return InMemoryTaskStore()
+
+
+@pytest.fixture(autouse=True)
+def _ci_profile() -> Iterator[None]:
+    load_profile("ci")
+    take_counts()  # nothing left over from another test
+    yield
+    take_counts()
+
+
+@pytest.mark.parametrize("check", sorted(TARGETED))
+def test_every_targeted_case_occurs_at_the_ci_profile(check: str) -> None:
+    runner = MemoryMachine() if check == "test_state_machine" else MemoryProperties()
+    getattr(runner, check)()
+    counts = take_counts().get(check, {})
+    assert counts.get(EXAMPLES, 0) >= 50, counts
+    missing = [case for case in TARGETED[check] if not counts.get(case)]
+    assert not missing, f"{check} never met {missing}; it met {counts}"
+
+
+def test_the_limit_case_is_the_one_a_limit_before_the_filter_gets_wrong() -> None:
+    """The case names what it says: the first task in the order fails the filter."""
+    tasks = [snapshot("a", name="x", created=0), snapshot("b", name="y", created=1)]
+    assert "query: a limit, and a non-matching task first in the order" in query_cases(
+        TaskQuery(name="y", limit=1), tasks)
+    assert "query: a limit, and a non-matching task first in the order" not in query_cases(
+        TaskQuery(name="x", limit=1), tasks)
+    running = [snapshot("a", status=TaskStatus.RUNNING), snapshot("b", created=1)]
+    assert "query: a limit, and a non-matching task first in the order" in query_cases(
+        TaskQuery(statuses=frozenset({TaskStatus.PENDING}), limit=1), running)
