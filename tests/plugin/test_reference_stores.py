@@ -93,7 +93,9 @@ def test_mariadb_store_is_green_with_every_cross_process_clause(
     assert doc["run"]["partial"] is False
     assert doc["run"]["gate_passed"] is True
     for cid, c in CLAUSES.items():
-        expected = "NOT VERIFIED" if c.scope is Scope.REVIEW else "PASS"
+        # PRUNE-LARGE writes 100,000 tasks: it runs under the thorough profile only.
+        unchecked = c.scope is Scope.REVIEW or cid == "PRUNE-LARGE"
+        expected = "NOT VERIFIED" if unchecked else "PASS"
         assert clause(doc, cid)["outcome"] == expected, cid
     assert {c["id"] for c in doc["clauses"] if c["scope"] == "cross_process"} >= {
         "XP-MIXED-WORKLOAD", "XP-CTRL-STOP", "XP-CTRL-NO-STARVATION", "XP-CTRL-KILLED-HOLDER",
