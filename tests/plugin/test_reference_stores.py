@@ -74,6 +74,34 @@ def test_postgres_store_is_green(pytester: pytest.Pytester) -> None:
     assert table_outcome(result.stdout.str(), "QUERY-TAG-EXACT") == "PASS"
 
 
+@pytest.mark.mariadb
+def test_mariadb_store_is_green_with_every_cross_process_clause(
+    pytester: pytest.Pytester, mariadb_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole packaged suite on MariaDB, as a third party runs it: the gate, XP and XP-CTRL."""
+    monkeypatch.setenv("CHONGMING_TEST_MARIADB", mariadb_dsn)
+    spec = "reference_stores.mariadb:make_store"
+    result = run(
+        pytester, f"--chongming-store={spec}", "--chongming-gate=must",
+        "--chongming-report=out/report.json",
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["chongming: shared store reference_stores.mariadb:make_shared_store (found *"]
+    )
+    doc = load_report(pytester.path / "out" / "report.json")
+    assert doc["run"]["partial"] is False
+    assert doc["run"]["gate_passed"] is True
+    for cid, c in CLAUSES.items():
+        # PRUNE-LARGE writes 100,000 tasks: it runs under the thorough profile only.
+        unchecked = c.scope is Scope.REVIEW or cid == "PRUNE-LARGE"
+        expected = "NOT VERIFIED" if unchecked else "PASS"
+        assert clause(doc, cid)["outcome"] == expected, cid
+    assert {c["id"] for c in doc["clauses"] if c["scope"] == "cross_process"} >= {
+        "XP-MIXED-WORKLOAD", "XP-CTRL-STOP", "XP-CTRL-NO-STARVATION", "XP-CTRL-KILLED-HOLDER",
+    }
+
+
 def test_without_a_store_the_plugin_is_invisible(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mine="def test_one():\n    assert 1 + 1 == 2\n")
     result = run(pytester)
