@@ -1,22 +1,25 @@
 """Hot-read latency of a reference store at growing sizes (issue 14's table).
 
 For each size N the script opens a fresh store, bulk-loads N tasks straight
-into its table (SQLite ``executemany`` in one transaction, Postgres ``COPY``;
+into its table (SQLite ``executemany`` in one transaction, Postgres ``COPY``,
+MariaDB multi-row ``INSERT`` batches plus its ``task_tags`` rows and counters;
 ``create()`` one by one would take an hour at 1M), then times the
 controller's hot calls through the store's own API and prints the median µs
 per call with the growth relative to the smallest size.
 
 The data: 64 buckets (``bucket = i % 64``), 128 RUNNING tasks spread over the
 table (two per bucket), the rest SUCCEEDED, 16 tags, pipelines of 10 tasks,
-``created_at`` one second apart. Postgres is ANALYZEd after the load (autovacuum would do it soon
-anyway); SQLite is not (its store never runs ANALYZE, so the plan must be
-right without statistics).
+``created_at`` one second apart. Postgres and MariaDB are ANALYZEd after the load
+(autovacuum, InnoDB's automatic statistics, would do it soon anyway); SQLite is
+not (its store never runs ANALYZE, so the plan must be right without statistics).
 
 Run::
 
     .venv/bin/python benchmarks/hot_reads.py sqlite --sizes 10000,1000000
     CHONGMING_TEST_POSTGRES=postgresql://postgres@127.0.0.1:5432/test \\
         .venv/bin/python benchmarks/hot_reads.py postgres --sizes 10000,1000000
+    CHONGMING_TEST_MARIADB=mysql://root@127.0.0.1:3306/test \\
+        .venv/bin/python benchmarks/hot_reads.py mariadb --sizes 10000,1000000
 
 ``--root DIR`` imports ``reference_stores`` from another checkout (e.g. the
 main branch, to measure "before").
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import random
 import statistics
@@ -154,6 +158,70 @@ def postgres_store(n: int) -> Iterator[Any]:
         pg.drop_schema(dsn, schema)
 
 
+@contextlib.contextmanager
+def mariadb_store(n: int) -> Iterator[Any]:
+    from datetime import UTC
+
+    from chongming_conformance.codec import SNAPSHOT_COLUMNS, decode_dt
+
+    mdb = importlib.import_module("reference_stores.mariadb")
+    schema = importlib.import_module("reference_stores.mariadb_schema")
+    dsn = os.environ.get("CHONGMING_TEST_MARIADB", "mysql://root@127.0.0.1:3306/test")
+    database = f"chongming_bench_{uuid.uuid4().hex[:12]}"
+    mdb.install_schema(dsn, database)
+    dt_columns = {"created_at", "updated_at", "started_at", "finished_at"}
+
+    def naive_utc(value: str | None) -> Any:
+        parsed = decode_dt(value)
+        return None if parsed is None else parsed.astimezone(UTC).replace(tzinfo=None)
+
+    try:
+        conn = schema.parse_dsn(dsn).connect(database=database, autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                insert_task = (
+                    f"INSERT INTO tasks ({', '.join(SNAPSHOT_COLUMNS)}) "
+                    f"VALUES ({', '.join(['%s'] * len(SNAPSHOT_COLUMNS))})"
+                )
+                insert_tag = "INSERT INTO task_tags (task_id, tag, created_at) VALUES (%s, %s, %s)"
+                tasks: list[list[Any]] = []
+                tags: list[tuple[Any, ...]] = []
+                for row in _rows(n):
+                    values = [
+                        naive_utc(row[c]) if c in dt_columns else row[c] for c in SNAPSHOT_COLUMNS
+                    ]
+                    tasks.append(values)
+                    created = values[SNAPSHOT_COLUMNS.index("created_at")]
+                    tags.extend((row["task_id"], t, created) for t in json.loads(row["tags"]))
+                    if len(tasks) == 5000:
+                        cur.executemany(insert_task, tasks)
+                        cur.executemany(insert_tag, tags)
+                        conn.commit()
+                        tasks, tags = [], []
+                if tasks:
+                    cur.executemany(insert_task, tasks)
+                    cur.executemany(insert_tag, tags)
+                conn.commit()
+        finally:
+            conn.close()
+        # The store keeps the counters itself; rows loaded around it are counted once here.
+        schema.recount_tasks(dsn, database)
+        conn = schema.parse_dsn(dsn).connect(database=database)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("ANALYZE TABLE tasks, task_tags")
+                cur.fetchall()
+        finally:
+            conn.close()
+        store = mdb.MariaDBTaskStore(dsn, database=database)
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        mdb.drop_schema(dsn, database)
+
+
 def hot_calls(n: int) -> list[tuple[str, Callable[[Any, random.Random], object]]]:
     """The table's rows: a label and a call on (store, rng)."""
     from chongming_conformance import TaskQuery, TaskStatus
@@ -205,7 +273,7 @@ def median_us(store: Any, call: Callable[[Any, random.Random], object]) -> float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("store", choices=("sqlite", "postgres"))
+    parser.add_argument("store", choices=("sqlite", "postgres", "mariadb"))
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument(
         "--root", default=str(HERE), help="the checkout to import reference_stores from"
@@ -213,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(args.root).resolve()))
     sizes = [int(s) for s in args.sizes.split(",")]
-    opener = sqlite_store if args.store == "sqlite" else postgres_store
+    opener = {"sqlite": sqlite_store, "postgres": postgres_store, "mariadb": mariadb_store}[
+        args.store
+    ]
     results: dict[int, dict[str, float]] = {}
     for n in sizes:
         started = time.perf_counter()

@@ -7,6 +7,8 @@
   so absent Postgres evidence is a visible skip, never green. With
   ``CHONGMING_REQUIRE_POSTGRES=1`` (set by ``.ci/run``) each of those is a
   failure instead.
+* The MariaDB gate, the same way: ``CHONGMING_TEST_MARIADB`` and
+  ``CHONGMING_REQUIRE_MARIADB`` for tests that ask for ``mariadb_dsn``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ pytest.register_assert_rewrite(
 
 DSN_ENV = "CHONGMING_TEST_POSTGRES"
 REQUIRE_ENV = "CHONGMING_REQUIRE_POSTGRES"
+MARIADB_DSN_ENV = "CHONGMING_TEST_MARIADB"
+MARIADB_REQUIRE_ENV = "CHONGMING_REQUIRE_MARIADB"
 
 
 def postgres_required() -> bool:
@@ -31,9 +35,14 @@ def postgres_required() -> bool:
     return os.environ.get(REQUIRE_ENV, "").strip() not in ("", "0")
 
 
-def _unavailable(reason: str) -> None:
-    if postgres_required():
-        pytest.fail(f"{reason} (and {REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
+def mariadb_required() -> bool:
+    """True when CI demands the MariaDB evidence (a skip would hide its absence)."""
+    return os.environ.get(MARIADB_REQUIRE_ENV, "").strip() not in ("", "0")
+
+
+def _unavailable(reason: str, *, required: bool | None = None, env: str = REQUIRE_ENV) -> None:
+    if postgres_required() if required is None else required:
+        pytest.fail(f"{reason} (and {env}=1 forbids skipping)", pytrace=False)
     pytest.skip(reason)
 
 
@@ -53,4 +62,29 @@ def postgres_dsn() -> str:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
         _unavailable(f"Postgres at {DSN_ENV} is unreachable: {exc}")
+    return dsn
+
+
+@pytest.fixture(scope="session")
+def mariadb_dsn() -> str:
+    """The DSN of a reachable MariaDB server; skip (or fail when required) otherwise."""
+
+    def unavailable(reason: str) -> None:
+        _unavailable(reason, required=mariadb_required(), env=MARIADB_REQUIRE_ENV)
+
+    dsn = os.environ.get(MARIADB_DSN_ENV, "").strip()
+    if not dsn:
+        unavailable(f"MariaDB tests need {MARIADB_DSN_ENV}=mysql://user@host:3306/db")
+    try:
+        import pymysql
+
+        from reference_stores.mariadb_schema import parse_dsn
+    except ImportError:
+        unavailable('PyMySQL is not installed: pip install "chongming-conformance[mariadb]"')
+        raise  # unreachable: unavailable always raises
+    try:
+        conn = parse_dsn(dsn).connect()
+        conn.close()
+    except pymysql.Error as exc:
+        unavailable(f"MariaDB at {MARIADB_DSN_ENV} is unreachable: {exc}")
     return dsn

@@ -58,9 +58,10 @@ def test_wheel_registers_the_plugin_and_the_cli(wheel: zipfile.ZipFile) -> None:
     assert parser["console_scripts"]["chongming-conformance"] == "chongming_conformance.cli:main"
 
 
-def test_wheel_metadata_offers_the_xdist_and_postgres_extras(wheel: zipfile.ZipFile) -> None:
+def test_wheel_metadata_offers_the_optional_extras(wheel: zipfile.ZipFile) -> None:
     [metadata] = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
     text = wheel.read(metadata).decode("utf-8")
     assert "Provides-Extra: xdist" in text
     assert "Provides-Extra: postgres" in text
+    assert "Provides-Extra: mariadb" in text
     assert "pytest-xdist" in text

@@ -26,8 +26,10 @@ from typing import TypeVar
 
 from .clauses import CLAUSES
 from .confirm import (
+    UNCONFIRMED,
+    Probe,
     command_times_change,
-    confirmed,
+    decide,
     snapshot_fields_change,
     snapshot_times_change,
     transition_times_change,
@@ -51,9 +53,6 @@ __all__ = [
 ]
 
 BLAME_NOTE = "chongming-blame: "
-#: What a culprit function returns when its guess did not hold on a fresh store: the
-#: failure is then blamed on no clause (and on no clause by an outer rule either).
-UNCONFIRMED = "none (a guessed culprit was not confirmed on a fresh store)"
 
 T = TypeVar("T")
 
@@ -160,27 +159,33 @@ def _times_only(expected: object, actual: object, differ: set[str]) -> bool:
     )
 
 
-def _times_confirmed(expected: object) -> bool:
-    """Does ``expected``, written to a fresh store and read back, come back at other times?"""
+def _times_probe(expected: object) -> Probe | None:
+    """The re-check of a time guess: ``expected`` written to a fresh store and read back."""
     if isinstance(expected, TaskSnapshot):
-        return confirmed(snapshot_times_change(expected))
+        return snapshot_times_change(expected)
     if isinstance(expected, Transition):
-        return confirmed(transition_times_change(expected))
+        return transition_times_change(expected)
     if isinstance(expected, Command):
-        return confirmed(command_times_change(expected))
-    return False
+        return command_times_change(expected)
+    return None
+
+
+def _times_culprit(expected: object, default: str) -> str:
+    probe = _times_probe(expected)
+    return UNCONFIRMED if probe is None else decide(probe, "TIME-UTC-ROUNDTRIP", default)
 
 
 def record_culprit(expected: object, actual: object, default: str) -> str:
     """The clause a read-back record (task, transition or command) that differs from what
     was written shows broken: TIME-UTC-ROUNDTRIP when only datetimes differ (a time
-    stored in another zone, or truncated) and a fresh store confirms it, :data:`UNCONFIRMED`
-    when it does not, else ``default``."""
+    stored in another zone, or truncated) and a fresh store confirms it, ``default`` when the
+    fresh store refutes it (the round trip is fine, so this call changed the record),
+    :data:`UNCONFIRMED` when the re-check could not run; else ``default``."""
     if expected is None or actual is None or type(expected) is not type(actual):
         return default
     differ = _differing(expected, actual)
     if _times_only(expected, actual, differ):
-        return "TIME-UTC-ROUNDTRIP" if _times_confirmed(expected) else UNCONFIRMED
+        return _times_culprit(expected, default)
     return default
 
 
@@ -194,7 +199,7 @@ def records_culprit(
     pairs = [(e, a) for e, a in zip(expected, actual, strict=True) if e != a]
     if pairs and all(type(e) is type(a) and _times_only(e, a, _differing(e, a))
                      for e, a in pairs):
-        return "TIME-UTC-ROUNDTRIP" if _times_confirmed(pairs[0][0]) else UNCONFIRMED
+        return _times_culprit(pairs[0][0], default)
     return default
 
 
@@ -205,19 +210,17 @@ def snapshot_culprit(
 
     Only datetimes differ: TIME-UTC-ROUNDTRIP; other data fields (not the version, not
     the lease): SNAPSHOT-FULL-ROUNDTRIP -- each only when the same snapshot, created in a
-    fresh store, comes back with the same kind of difference (:data:`UNCONFIRMED`
-    otherwise: an earlier call changed it, and this read cannot say which); otherwise
-    (missing row, wrong version, wrong status) the operation's own clause ``default``.
+    fresh store, comes back with the same kind of difference; when it comes back intact,
+    the call under test changed it: ``default``, as for a missing row, a wrong version or
+    a wrong status (:data:`UNCONFIRMED` when the re-check could not run).
     """
     if expected is None or actual is None:
         return default
     differ = _differing(expected, actual)
     if _times_only(expected, actual, differ):
-        return "TIME-UTC-ROUNDTRIP" if confirmed(snapshot_times_change(expected)) else (
-            UNCONFIRMED)
+        return decide(snapshot_times_change(expected), "TIME-UTC-ROUNDTRIP", default)
     if differ and not differ & {"status", "status_version", "lease_owner", "lease_until"}:
-        return "SNAPSHOT-FULL-ROUNDTRIP" if confirmed(snapshot_fields_change(expected)) else (
-            UNCONFIRMED)
+        return decide(snapshot_fields_change(expected), "SNAPSHOT-FULL-ROUNDTRIP", default)
     return default
 
 

@@ -399,7 +399,7 @@ PREREQUISITES: dict[str, frozenset[str]] = {
     for cid, needs in {
         "XP-CREATE-EXCLUSIVE": "CREATE-THEN-GET CREATE-DUPLICATE-RAISES SUBMIT-DUPLICATE-RAISES",
         "XP-SAVE-ATOMIC": "CREATE-THEN-GET SAVE-CAS SAVE-CONFLICT-RAISES SAVE-NO-AUTO-RETRY",
-        "XP-APPEND-REPLAY": "APPEND-IDEMPOTENT APPEND-FIRST-WINS",
+        "XP-APPEND-REPLAY": "APPEND-IDEMPOTENT",
         "XP-TOUCH-SAVE": "TOUCH-NO-VERSION TOUCH-LEASE SAVE-KEEPS-LEASE",
         "XP-SAVE-KEEPS-LEASE": "TOUCH-LEASE SAVE-KEEPS-LEASE",
         "XP-TOUCH-VISIBLE": (
@@ -425,7 +425,7 @@ PREREQUISITES: dict[str, frozenset[str]] = {
         ),
         "XP-MIXED-WORKLOAD": (
             "CREATE-THEN-GET SAVE-CAS SAVE-CONFLICT-RAISES CLAIM-LEASE-EXCLUSIVE "
-            "COMPLETE-NEVER-RECLAIMED APPEND-IDEMPOTENT APPEND-FIRST-WINS TOUCH-NO-VERSION "
+            "COMPLETE-NEVER-RECLAIMED APPEND-IDEMPOTENT TOUCH-NO-VERSION "
             "COUNTS-PER-STATUS XP-SHARED-VISIBILITY"
         ),
     }.items()
@@ -455,6 +455,12 @@ assert all(
     cid in CLAUSES and CLAUSES[cid].scope is Scope.CROSS_PROCESS and needs <= CLAUSES.keys()
     for cid, needs in PREREQUISITES.items()
 ), "PREREQUISITES names an unknown clause"
+# A SHOULD is never a prerequisite of a MUST: a store that does not follow it would turn
+# the MUST clause's own failure into a knock-on.
+assert all(
+    CLAUSES[need].level is Level.MUST
+    for cid, needs in PREREQUISITES.items() if CLAUSES[cid].level is Level.MUST for need in needs
+), "a MUST clause relies on a SHOULD in PREREQUISITES"
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,11 +13,18 @@ So a guess is only a *suspect*. The check bases install a confirmer
 (:func:`confirming`) that opens a fresh store through their seam; a culprit
 function asks :func:`confirmed` to run a targeted probe there -- write the very
 record that came back wrong, read it back, and see whether the same kind of
-difference appears. Confirmed: the guess is blamed. Not confirmed (or no
-confirmer, or the probe itself failed): the failure is left unattributed
-(:func:`chongming_conformance.blame.unattributed`), so the clauses the check
-declares are NOT VERIFIED and the report quotes the difference -- never FAIL by
-guesswork, never PASS beside the failure.
+difference appears. The probe decides:
+
+* confirmed (True): the guessed clause is blamed;
+* refuted (False): the round trip (or the order) is fine on its own, so the call
+  under test is what changed the record: the operation's own clause is blamed,
+  as it would have been without the guess;
+* could not run (None: no confirmer, or the probe itself raised): the failure is
+  left unattributed (:data:`chongming_conformance.blame.UNCONFIRMED`), so the
+  clauses the check declares are NOT VERIFIED and the report quotes the
+  difference.
+
+Never FAIL by guesswork, never PASS beside the failure.
 """
 
 from __future__ import annotations
@@ -27,25 +34,32 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import fields, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 from .model import Command, CommandKind, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .protocol import TaskStore
 
 __all__ = [
+    "UNCONFIRMED",
     "Probe",
     "claim_order_follows_wall_clock",
     "command_times_change",
     "confirmed",
     "confirming",
+    "decide",
     "lease_cut_short",
     "lease_drawn_out",
+    "lease_from_wall_clock",
     "limit_before_filter",
     "query_order_follows_wall_clock",
     "snapshot_fields_change",
     "snapshot_times_change",
     "transition_times_change",
 ]
+
+#: What a culprit is when its re-check could not run: the failure is then blamed on no
+#: clause, and no outer rule blames it either (``blame.blame`` writes it as such).
+UNCONFIRMED = "none (a guessed culprit could not be re-checked on a fresh store)"
 
 #: A targeted re-check: given a fresh, empty store, True if the suspected bug shows.
 Probe = Callable[[TaskStore], bool]
@@ -73,22 +87,29 @@ def confirming(open_store: Callable[[], contextlib.AbstractContextManager[TaskSt
         _CONFIRMER.reset(token)
 
 
-def confirmed(probe: Probe) -> bool:
-    """Whether ``probe`` reproduces the suspected bug on a fresh store.
-
-    False without a confirmer, and False when the probe raises: a store that cannot
-    even run the probe has not shown *that* bug.
-    """
+def confirmed(probe: Probe) -> bool | None:
+    """Whether ``probe`` reproduces the suspected bug on a fresh store: True (confirmed),
+    False (refuted), or None when it could not be run (no confirmer installed, or the probe
+    raised: a store that cannot even run the probe has shown nothing either way)."""
     confirm = _CONFIRMER.get()
     if confirm is None:
-        return False
+        return None
     _CONFIRMER.set(None)  # a probe's own failures never probe again
     try:
-        return confirm(probe)
+        return bool(confirm(probe))
     except Exception:
-        return False
+        return None
     finally:
         _CONFIRMER.set(confirm)
+
+
+def decide(probe: Probe, suspect: str, otherwise: str) -> str:
+    """``suspect`` if the probe confirms it, ``otherwise`` if it refutes it, and
+    ``blame.UNCONFIRMED`` if it could not run."""
+    verdict = confirmed(probe)
+    if verdict is None:
+        return UNCONFIRMED
+    return suspect if verdict else otherwise
 
 
 def _fresh_id(prefix: str) -> str:
@@ -170,10 +191,15 @@ def query_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
     them by wall-clock text where that differs from the instant?"""
 
     def probe(store: TaskStore) -> bool:
-        for i, at in enumerate(created):
-            store.create(TaskSnapshot(_fresh_id(f"order{i}"), "probe", TaskStatus.PENDING,
-                                      0, at, at))
-        got = [t.created_at for t in store.query()]
+        # Written newest wall clock first, so neither insertion order nor instant order
+        # can pass for the wall-clock order. Read back by id: a store that mangles the
+        # times themselves returns other values, and the order of the ids is the question.
+        sent: dict[str, datetime] = {}
+        for i, at in enumerate(sorted(created, key=_wall, reverse=True)):
+            task_id = _fresh_id(f"order{i}")
+            sent[task_id] = at
+            store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at))
+        got = [sent[t.task_id] for t in store.query() if t.task_id in sent]
         by_instant = sorted(got, key=lambda t: t.astimezone(UTC))
         by_wall = sorted(got, key=_wall)
         return got != by_instant and got == by_wall
@@ -186,32 +212,43 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
     where that is not the instant-oldest?"""
 
     def probe(store: TaskStore) -> bool:
-        for i, at in enumerate(created):
-            store.submit_command(Command(_fresh_id(f"claim{i}"), "probe", CommandKind.STOP,
-                                         "kit", at))
+        sent: dict[str, datetime] = {}
+        for i, at in enumerate(sorted(created, key=_wall, reverse=True)):  # see the query's
+            command_id = _fresh_id(f"claim{i}")
+            sent[command_id] = at
+            store.submit_command(Command(command_id, "probe", CommandKind.STOP, "kit", at))
         got = list(store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=1))
-        if len(got) != 1:
+        if len(got) != 1 or got[0].command_id not in sent:
             return False
+        taken = sent[got[0].command_id]  # what was submitted, whatever came back
         oldest_instant = min(created, key=lambda t: t.astimezone(UTC))
         oldest_wall = min(created, key=_wall)
-        return got[0].created_at != oldest_instant and got[0].created_at == oldest_wall
+        return taken != oldest_instant and taken == oldest_wall
 
     return probe
 
 
 
 def _lease_probe(after: float) -> Probe:
+    """A 1.5 s lease claimed at ``at``: held at +0.5 s (a lease that does not hold at all is
+    another bug, not this one), expired at +30 s (likewise one that never ends), and then
+    the question: claimable ``after`` seconds in?"""
+
     def probe(store: TaskStore) -> bool:
         at = datetime(2031, 1, 1, tzinfo=UTC)
+
+        def taken(when: float) -> bool:
+            got = store.claim_commands(now=at + timedelta(seconds=when), lease_seconds=1.5,
+                                       limit=10)
+            return sent.command_id in [c.command_id for c in got]
+
         sent = Command(_fresh_id("lease"), "probe", CommandKind.STOP, "kit", at)
         store.submit_command(sent)
-        first = store.claim_commands(now=at, lease_seconds=1.5, limit=10)
-        if [c.command_id for c in first] != [sent.command_id]:
+        if not taken(0) or taken(0.5):
             return False
-        later = at + timedelta(seconds=after)
-        again = store.claim_commands(now=later, lease_seconds=1.5, limit=10)
-        got = [c.command_id for c in again] == [sent.command_id]
-        return got if after < 1.5 else not got
+        verdict = taken(after) if after < 1.5 else not taken(after)
+        # Whether it ends at all: claimed again much later (held, if it was just claimed).
+        return verdict and (taken(after + 30) or taken(after + 60))
 
     return probe
 
@@ -239,5 +276,23 @@ def limit_before_filter() -> Probe:
                                   later, later))
         got = store.query(TaskQuery(name="chongming-probe-y", limit=1))
         return [t.task_id for t in got] != [second]
+
+    return probe
+
+
+def lease_from_wall_clock() -> Probe:
+    """A claim at a ``now`` given in +05:45: is ``lease_until`` counted from the wall-clock
+    reading (as if it were UTC) instead of the instant?"""
+
+    def probe(store: TaskStore) -> bool:
+        zone = timezone(timedelta(hours=5, minutes=45))
+        now = datetime(2031, 1, 1, 12, tzinfo=UTC).astimezone(zone)
+        sent = Command(_fresh_id("wall"), "probe", CommandKind.STOP, "kit",
+                       now - timedelta(hours=1))
+        store.submit_command(sent)
+        got = [c for c in store.claim_commands(now=now, lease_seconds=1.5, limit=10)
+               if c.command_id == sent.command_id]
+        wall = now.replace(tzinfo=UTC) + timedelta(seconds=1.5)
+        return len(got) == 1 and got[0].lease_until == wall
 
     return probe

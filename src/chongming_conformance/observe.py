@@ -13,14 +13,14 @@ does not override it). Contract tests, properties and the state machine share th
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from .blame import blame, blamed
 from .model import TaskQuery, TaskSnapshot
 from .protocol import TaskStore
 
-__all__ = ["all_tasks", "read_task"]
+__all__ = ["all_tasks", "present", "read_task"]
 
 T = TypeVar("T")
 
@@ -30,6 +30,19 @@ def read_task(store: TaskStore, task_id: str, *, exists: bool) -> TaskSnapshot |
     knows is absent (``exists=False``), else CREATE-THEN-GET."""
     clause = "CREATE-THEN-GET" if exists else "GET-MISSING-NONE"
     return blamed((clause,), functools.partial(store.get, task_id))
+
+
+def present(store: TaskStore, task_ids: Iterable[str]) -> set[str]:
+    """Which of ``task_ids`` the store still holds, read one by one with ``get``.
+
+    What a prune check uses to see what it left: ``get`` is the plainest read there is,
+    so a query bug (ties dropped, a filter applied wrongly) cannot pass for a prune bug.
+    A ``get`` that raises is GET-MISSING-NONE's failure (the task may be gone).
+    """
+    return {
+        task_id for task_id in task_ids
+        if blamed(("GET-MISSING-NONE",), functools.partial(store.get, task_id)) is not None
+    }
 
 
 def all_tasks(store: TaskStore) -> list[TaskSnapshot]:

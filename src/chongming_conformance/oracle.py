@@ -25,8 +25,10 @@ from .blame import UNCONFIRMED, blame, record_culprit, records_culprit, snapshot
 from .confirm import (
     claim_order_follows_wall_clock,
     confirmed,
+    decide,
     lease_cut_short,
     lease_drawn_out,
+    lease_from_wall_clock,
     limit_before_filter,
     query_order_follows_wall_clock,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "claim_culprits",
     "expected_counts",
     "history_culprits",
+    "lease_culprit",
     "matches",
     "query_culprits",
 ]
@@ -177,8 +180,9 @@ def query_culprits(
     returned = {t.task_id for t in result}
     missing = [t for t in hits if t.task_id not in returned]
     count = len(hits) if q.limit is None else min(q.limit, len(hits))
-    if missing and len(result) < count and q.limit is not None and _limit_first(result, stored, q):
-        return ("QUERY-LIMIT" if confirmed(limit_before_filter()) else UNCONFIRMED,)
+    if (missing and len(result) < count and q.limit is not None
+            and _limit_first(result, stored, q) and confirmed(limit_before_filter())):
+        return ("QUERY-LIMIT",)  # a fresh store takes the limit before the filter
     if missing and len(result) < count:
         instants = [instant(t.created_at) for t in hits]
         if any(instants.count(instant(t.created_at)) > 1 for t in missing):
@@ -210,8 +214,8 @@ def query_culprits(
 def _wall_clock_order(created: Iterable[datetime]) -> str:
     """TIME-INSTANT-ORDER if a fresh store orders these times by wall-clock text (the guess
     read off a wrong order), else ``UNCONFIRMED``."""
-    return ("TIME-INSTANT-ORDER" if confirmed(query_order_follows_wall_clock(list(created)))
-            else UNCONFIRMED)
+    return decide(query_order_follows_wall_clock(list(created)), "TIME-INSTANT-ORDER",
+                  "QUERY-ORDER-CREATED")
 
 
 def _limit_first(
@@ -375,12 +379,29 @@ def _before_rounded_up(lease: tuple[datetime, float] | None, now: datetime) -> b
     return seconds != int(seconds) and seconds < elapsed < int(seconds) + 1
 
 
-def _lease_precision() -> str:
+def lease_culprit(now: datetime, lease_seconds: float, got: datetime | None) -> str:
+    """The clause a claim that handed out ``lease_until = got`` (not ``now + lease_seconds``)
+    shows broken: counted from the wall-clock reading of ``now`` -- TIME-INSTANT-ORDER, when
+    a fresh store does the same; a fractional lease cut or drawn out to whole seconds --
+    CLAIM-LEASE-PRECISE, likewise; else the claim's own SUBMIT-THEN-CLAIM."""
+    if got is None:
+        return "SUBMIT-THEN-CLAIM"
+    wall = now.replace(tzinfo=UTC) + timedelta(seconds=lease_seconds)
+    if now.utcoffset() and got == wall:
+        return decide(lease_from_wall_clock(), "TIME-INSTANT-ORDER", "SUBMIT-THEN-CLAIM")
+    if lease_seconds != int(lease_seconds):
+        return _lease_precision("SUBMIT-THEN-CLAIM")
+    return "SUBMIT-THEN-CLAIM"
+
+
+def _lease_precision(otherwise: str) -> str:
     """CLAIM-LEASE-PRECISE when a fresh store shows a 1.5 s lease cut or drawn out to whole
-    seconds, else UNCONFIRMED (the shape of the failure alone does not say which clause)."""
-    if confirmed(lease_cut_short()) or confirmed(lease_drawn_out()):
+    seconds; ``otherwise`` when it holds such a lease exactly; UNCONFIRMED when the re-check
+    could not run."""
+    short, long = confirmed(lease_cut_short()), confirmed(lease_drawn_out())
+    if short or long:
         return "CLAIM-LEASE-PRECISE"
-    return UNCONFIRMED
+    return otherwise if short is False and long is False else UNCONFIRMED
 
 
 #: Which clause a command wrongly *missing* from a claim breaks, by the last call on it.
@@ -407,17 +428,18 @@ def claim_culprits(
         return ("CLAIM-LIMIT",)
     if lease_seconds is not None:
         until = now + timedelta(seconds=lease_seconds)
-        if any(c.lease_until is not None and c.lease_until != until for c in result):
-            # The lease handed out is not now + lease_seconds: rounded, or cut.
-            return (_lease_precision() if lease_seconds != int(lease_seconds)
-                    else "SUBMIT-THEN-CLAIM",)
+        off = [c.lease_until for c in result if c.lease_until is not None
+               and c.lease_until != until]
+        if off:
+            return (lease_culprit(now, lease_seconds, off[0]),)
     wrong = [c for c in result if c.command_id in by_id and c.command_id not in free_ids]
     if wrong:
         out = set()
         for c in wrong:
             held = by_id[c.command_id]
             if held.finished_at is None and _past_whole_seconds(leases.get(c.command_id), now):
-                out.add(_lease_precision())  # inside a fractional lease, past its seconds
+                # inside a fractional lease, past its seconds
+                out.add(_lease_precision("CLAIM-LEASE-EXCLUSIVE"))
             elif held.finished_at is None:
                 out.add("CLAIM-LEASE-EXCLUSIVE")  # unfinished, so still leased
             elif last_ops.get(c.command_id) == "release":
@@ -441,7 +463,8 @@ def claim_culprits(
         out = set()
         for c in missing:
             if c.lease_until is not None and _before_rounded_up(leases.get(c.command_id), now):
-                out.add(_lease_precision())  # expired, but not yet by the next whole second
+                # expired, but not yet by the next whole second
+                out.add(_lease_precision("CLAIM-EXPIRED-RECLAIM"))
             elif c.lease_until is not None:
                 out.add("CLAIM-EXPIRED-RECLAIM")
             else:
@@ -459,7 +482,7 @@ def claim_culprits(
     by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
     if walls == by_wall:
         probe = claim_order_follows_wall_clock([c.created_at for c in free])
-        return ("TIME-INSTANT-ORDER" if confirmed(probe) else UNCONFIRMED,)
+        return (decide(probe, "TIME-INSTANT-ORDER", "CLAIM-ORDER"),)
     return ("CLAIM-ORDER",)
 
 

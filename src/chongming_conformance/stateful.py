@@ -76,7 +76,7 @@ from .model import (
     TaskStatus,
     Transition,
 )
-from .observe import all_tasks, read_task
+from .observe import present, read_task
 from .oracle import Model, check_claim, check_prune, check_query, expected_counts, history_culprits
 from .protocol import TaskStore
 from .seam import StoreSeam
@@ -590,8 +590,7 @@ class StoreStateMachine(RuleBasedStateMachine):
     @_blamed("PRUNE-TERMINAL-ONLY", "PRUNE-OLDEST-FIRST", "PRUNE-HISTORY")
     def prune(self, keep: int) -> None:
         returned = self.store.prune(keep_terminal=keep)
-        left = {t.task_id for t in all_tasks(self.store)}
-        assert left <= set(self.model.tasks), f"prune() brought back {left - set(self.model.tasks)}"
+        left = present(self.store, self.model.tasks)
         dropped = set(self.model.tasks) - left
         check_prune(dropped, returned, self.model.tasks, keep)
         # The pruned tasks' commands may be kept or dropped (PRUNE-COMMANDS is a SHOULD,

@@ -130,6 +130,15 @@ def test_two_workers_give_the_serial_report_on_postgres(
     check_same_report(pytester, "reference_stores.postgres:make_store")
 
 
+@pytest.mark.mariadb
+def test_two_workers_give_the_serial_report_on_mariadb(
+    pytester: pytest.Pytester, mariadb_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHONGMING_TEST_MARIADB", mariadb_dsn)
+    doc = check_same_report(pytester, "reference_stores.mariadb:make_store")
+    assert doc["run"]["gate_passed"] is True  # every XP clause PASS under -n 2 too
+
+
 def test_deselection_under_workers_is_still_partial(pytester: pytest.Pytester) -> None:
     serial, sdoc, spread, xdoc = run_both(
         pytester, "--chongming-store=reference_stores.memory:make_store", "-k", "prune",

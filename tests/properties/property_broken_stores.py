@@ -7,6 +7,7 @@ wrong, on top of the in-memory store so that each has exactly one bug.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -70,15 +71,9 @@ class SaveClobbersLease(Base):
 
 
 def _like(pattern: str, text: str) -> bool:
-    """SQL LIKE without ESCAPE: '%' is any run, '_' any one character."""
-    if not pattern:
-        return not text
-    head, rest = pattern[0], pattern[1:]
-    if head == "%":
-        return any(_like(rest, text[i:]) for i in range(len(text) + 1))
-    if not text:
-        return False
-    return (head == "_" or head == text[0]) and _like(rest, text[1:])
+    """SQL LIKE without ESCAPE: '%' is any run, '_' any one character (no other escaping)."""
+    regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
+    return re.fullmatch(regex, text, re.DOTALL) is not None
 
 
 class _QueryOverride(Base):

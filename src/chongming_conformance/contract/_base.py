@@ -13,7 +13,7 @@ import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import fields, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..alphabet import describe
@@ -244,6 +244,32 @@ class ContractBase(StoreSeam):
         if expected:
             exc = AssertionError(f"precondition: touch({task_id!r}) did not store {expected}")
             blame(exc, (touch_culprit(after.evolve(**named), after, named),))
+            raise exc
+
+    def _given_command(self, c: Command) -> None:
+        """Submit ``c`` and claim it back (far in the future, so it stays leased), checking
+        it comes back whole: a broken submit or claim is its own clause's failure."""
+        blamed(("SUBMIT-THEN-CLAIM",), lambda: self.store.submit_command(c))
+        now = datetime(2199, 1, 1, tzinfo=UTC)
+        got = [x for x in blamed(("SUBMIT-THEN-CLAIM",), lambda: list(
+            self.store.claim_commands(now=now, lease_seconds=LEASE, limit=1000)))
+            if x.command_id == c.command_id]
+        want = replace(c, lease_until=now + timedelta(seconds=LEASE))
+        if got != [want]:
+            exc = AssertionError(f"precondition: submit({c.command_id!r}) then claim: {got}")
+            blame(exc, ("SUBMIT-THEN-CLAIM" if not got else
+                        records_culprit([want], got, "COMMAND-ROUNDTRIP"),))
+            raise exc
+
+    def _given_appended(self, row: Transition) -> None:
+        """Append ``row`` and read it back whole, or the failure is the history clause's."""
+        blamed(("APPEND-IDEMPOTENT",), lambda: self.store.append(row))
+        got = [t for t in blamed(("HISTORY-UNKNOWN-EMPTY",),
+                                 lambda: list(self.store.history(row.task_id)))
+               if t.version == row.version]
+        if got != [row]:
+            exc = AssertionError(f"precondition: append then history: {got}, expected {row}")
+            blame(exc, (records_culprit([row], got, "TRANSITION-ROUNDTRIP"),))
             raise exc
 
     def _given_newest_first(self) -> None:

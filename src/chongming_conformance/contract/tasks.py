@@ -156,7 +156,9 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-VERSION-SKIP")
     def test_save_version_skip__gaps_are_accepted(self) -> None:
-        self._given(snapshot("t-1", version=2))
+        self._given(snapshot("t-1", version=1))
+        # A plain save (+1) first: one that loses fields is SAVE-CAS's failure, not the skip's.
+        self._given_saved(snapshot("t-1", version=2, name="at-2"), expect_version=1)
         path = [(2, 4), (4, 5), (5, 19), (19, 1000)]
         for expect, new in path:
             s = snapshot("t-1", version=new, name=f"at-{new}")
@@ -165,6 +167,8 @@ class TaskContract(ContractBase):
 
     @checks("SAVE-VERSION-SKIP")
     def test_save_version_skip__from_zero(self) -> None:
+        self._given(snapshot("t-0", version=0))
+        self._given_saved(snapshot("t-0", version=1, name="plain"), expect_version=0)
         self._given(snapshot("t-1", version=0))
         s = snapshot("t-1", version=3)
         self.store.save(s, expect_version=0)

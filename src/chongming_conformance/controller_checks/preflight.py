@@ -11,9 +11,10 @@ clause is then NOT VERIFIED with a note naming it); if all hold, the failure sta
 the controller clause's own.
 
 Only a broken *foundation* explains a controller failure away: a store that cannot
-hold or find what it is given (:data:`FOUNDATION`). The traps the controller clauses
-exist to show in a deployment's terms -- a save that writes the lease, a version skip
-refused, a touch that bumps the version, a release that completes, a claim that ignores
+hold or find what it is given (:data:`FOUNDATION`; a save that loses fields is one). The
+traps the controller clauses exist to show in a deployment's terms -- a save that writes
+the lease, a version skip refused, a touch that bumps the version, a release that
+completes, a claim that ignores
 a lease, a replayed append that duplicates -- stay the controller clause's FAIL (next to
 the single-call clause's own), because "your stop request never reaches its holder" is
 what that bug does, not a side effect of it.
@@ -24,12 +25,14 @@ own, so its probe rows never show up in what a check asserts.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from ..assertions import expect_raises
 from ..blame import blame, blamed, notes_blame, same_snapshot
+from ..confirm import confirming
 from ..errors import ConcurrencyConflict
 from ..model import Command, CommandKind, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from ..observe import all_tasks, read_task
@@ -41,6 +44,7 @@ __all__ = ["FOUNDATION", "explain", "preflight"]
 FOUNDATION: frozenset[str] = frozenset({
     "CREATE-THEN-GET",
     "GET-MISSING-NONE",
+    "SAVE-CAS",
     "SNAPSHOT-FULL-ROUNDTRIP",
     "TIME-UTC-ROUNDTRIP",
     "TRANSITION-ROUNDTRIP",
@@ -159,7 +163,10 @@ def explain(failure: BaseException, open_fresh: Callable[[], TaskStore]) -> None
     if notes_blame(failure):
         return
     try:
-        preflight(open_fresh())
+        # A culprit the replay guesses (only datetimes differ...) is re-checked on yet
+        # another fresh store before it counts (confirm.py).
+        with confirming(lambda: contextlib.closing(open_fresh())):
+            preflight(open_fresh())
     except Exception as found:  # any failure of the replay is the finding
         clauses = notes_blame(found)
         if clauses and set(clauses) <= FOUNDATION:

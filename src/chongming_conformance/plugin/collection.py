@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ..clauses import CLAUSES, Scope, clauses_of
+from ..messages import elide
 from ..report import mask_secrets
 from ..suite import SUITE_DIR, suite_files
 from ..suite._config import KitConfig
@@ -27,6 +28,9 @@ __all__ = ["MESSAGE_LIMIT", "SuiteCollection", "is_suite_item", "under"]
 
 #: Characters of a failure text kept in a report.
 MESSAGE_LIMIT = 6000
+#: Why the cross-process checks did not run under --chongming-scope=single (a partial reason).
+SINGLE_SCOPE = ("--chongming-scope=single: only the single-process clauses ran; no worker "
+                "process was spawned, every cross-process clause (XP-*) is NOT VERIFIED")
 
 
 def under(path: Path, parent: Path) -> bool:
@@ -61,6 +65,8 @@ class SuiteCollection:
         self.collection_errors: list[str] = []
         #: Reasons the suite was narrowed by the command line (partial-run reasons).
         self.narrowed: list[str] = []
+        if options.scope == "single":
+            self.narrowed.append(SINGLE_SCOPE)
         self.forced_top: Path | None = None
 
     @staticmethod
@@ -76,6 +82,8 @@ class SuiteCollection:
         if excused:
             return pytest.mark.skip(reason=f"UNSUPPORTED by declaration: {unsupported[excused[0]]}")
         needs_shared = [c for c in cids if CLAUSES[c].scope is Scope.CROSS_PROCESS]
+        if needs_shared and self.options.scope == "single":
+            return pytest.mark.skip(reason=f"NOT VERIFIED: {SINGLE_SCOPE}")
         if needs_shared and self.kit.shared_factory is None:
             return pytest.mark.skip(
                 reason="NOT VERIFIED: needs a shared store (--chongming-shared-store "
@@ -199,7 +207,7 @@ class SuiteCollection:
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed and under(Path(str(report.fspath)).resolve(), SUITE_DIR):
             self.collection_errors.append(
-                mask_secrets(f"{report.nodeid}: {report.longreprtext}"[:MESSAGE_LIMIT])
+                mask_secrets(elide(f"{report.nodeid}: {report.longreprtext}", MESSAGE_LIMIT))
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

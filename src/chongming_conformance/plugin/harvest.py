@@ -17,6 +17,7 @@ import pytest
 
 from ..blame import failure_blames
 from ..cases import take_counts
+from ..messages import elide_start
 from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
 from ..report.records import SETUP_PREFIX
 from ..reuse import StoreReuseError
@@ -202,13 +203,12 @@ class Harvest:
                 where = {"call": "", "setup": SETUP_PREFIX}.get(first.when, f"[{first.when}] ")
                 if self.usage_error(nodeid) is not None:
                     where = SETUP_PREFIX  # a usage problem before any check: proves nothing
-                result.message = where + text[-MESSAGE_LIMIT:]
+                result.message = where + elide_start(text, MESSAGE_LIMIT)
                 result.blames = _blames(first, text)
         elif xfailed:
             result.outcome = "xfailed"
-            result.message = f"expected failure: {xfailed[0].wasxfail}\n" + (
-                xfailed[0].longreprtext[-MESSAGE_LIMIT:]
-            )
+            result.message = f"expected failure: {xfailed[0].wasxfail}\n" + elide_start(
+                xfailed[0].longreprtext, MESSAGE_LIMIT)
         elif skipped:
             result.outcome = "skipped"
             longrepr = skipped[0].longrepr

@@ -118,6 +118,14 @@ def add_options(parser: pytest.Parser) -> None:
         "terminated and the scenario fails.",
     )
     group.addoption(
+        "--chongming-scope",
+        choices=("all", "single"),
+        default="all",
+        help="'single' runs only the single-process clauses: no worker process is spawned, "
+        "every cross-process clause (XP-*, XP-CTRL-*) is NOT VERIFIED and the run is partial. "
+        "The fast loop while porting a store; not evidence.",
+    )
+    group.addoption(
         "--chongming-cases",
         action="store_true",
         default=False,
@@ -158,6 +166,8 @@ class Options:
     suite_only: bool
     #: --chongming-cases: print the input-case table.
     show_cases: bool
+    #: --chongming-scope: "all", or "single" (no cross-process check, the run partial).
+    scope: str
     collect_only: bool
     hypothesis_seed: str | None
     #: The options that can deselect suite tests, as named in a partial-run reason.
@@ -312,6 +322,7 @@ def read_options(config: pytest.Config) -> Options | None:
         stress_profile=_stress_profile(config),
         suite_only=bool(config.getoption("chongming_suite_only")),
         show_cases=bool(config.getoption("chongming_cases")),
+        scope=str(config.getoption("chongming_scope")),
         collect_only=bool(config.getoption("collectonly")),
         hypothesis_seed=None if seed is None else str(seed),
         deselecting=_deselecting(config),

@@ -109,7 +109,7 @@ def resolve_kit(options: Options) -> tuple[KitConfig, str]:
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
     shared_factory, shared_spec, shared_source = _shared_factory(options, module, caps)
-    if shared_factory is not None:
+    if shared_factory is not None and options.scope != "single":
         assert shared_spec is not None and shared_source is not None
         try:
             specs.check_shared(shared_factory, shared_spec, shared_source, options.timeout)

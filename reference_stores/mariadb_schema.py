@@ -1,0 +1,487 @@
+"""The MariaDB store's schema: DSN parsing, its DDL, install, drop, and name checks.
+
+Kept apart from the store (``reference_stores/mariadb.py``) because it runs under
+other rights: installing needs CREATE (and INSERT on the new tables), while the
+store itself only ever runs SELECT/INSERT/UPDATE/DELETE, so it works under a user
+with DML grants on one database and nothing else. The DDL is versioned (a
+``schema_version`` table, one migration per version) and idempotent
+(``IF NOT EXISTS`` everywhere; DDL commits implicitly in MariaDB, so a crashed
+install is finished by running it again). Every identifier is quoted with
+:func:`quote_ident`, never formatted into the text unquoted.
+
+What each decision is for (the store's docstring has the rest):
+
+* **One database per store**, tables ``tasks``, ``task_tags``, ``transitions``,
+  ``commands``, ``task_counts`` and ``schema_version``. A deployment grants the
+  store's user ``SELECT, INSERT, UPDATE, DELETE ON <database>.*`` and nothing else.
+* **utf8mb4 with a binary, NO PAD collation on every text column**
+  (``utf8mb4_nopad_bin`` on MariaDB, ``utf8mb4_0900_bin`` on MySQL 8). ``utf8``
+  is utf8mb3 and loses 4-byte characters; the default collations fold case
+  (``'A' = 'a'``) and ``utf8mb4_bin`` is PAD SPACE (``'a' = 'a '``), which makes
+  ``build`` and ``build `` one primary key. A binary no-pad collation compares
+  code points, which is the contract's equality, and orders by code point.
+* **Key lengths.** InnoDB (DYNAMIC rows) refuses an index key over 3072 bytes and
+  utf8mb4 reserves 4 bytes per character, so a ``VARCHAR(255)`` key costs 1020
+  bytes. Ids, tags and pipeline ids are ``VARCHAR(255)`` (``MAX_KEY_CHARS``):
+  the widest index, ``task_tags (tag, created_at, task_id)``, is
+  1020 + 8 + 1020 = 2048 bytes, and ``task_tags``' primary key
+  ``(task_id, tag)`` 2040; 512-character ids or tags would not fit both. A longer
+  value is refused with StoreError (strict mode: never truncated). Text that is
+  compared but not indexed (``name``) is ``TEXT`` (64 KiB), free text
+  ``TEXT``/``MEDIUMTEXT``.
+* **Times are DATETIME(6) holding UTC** (the store converts on the way in and
+  re-attaches UTC on the way out). Not the codec's text: DATETIME(6) is 8 bytes in
+  every index against 32 characters (up to 128 bytes) of text, keeps the
+  microseconds, and an operator can compare it with ``UTC_TIMESTAMP(6)``. Not
+  TIMESTAMP: its range ends in 2038 and it converts through the session's time
+  zone, so a session in another zone would silently shift every value.
+  DATETIME's range (years 1000-9999) covers the kit's (1970-2200).
+* **Tags live twice**: the codec's JSON array in ``tasks.tags`` (what ``get``
+  returns, exactly as the codec wrote it) and one row per tag in ``task_tags``,
+  which is what ``query(tag=...)`` compares -- a plain equality on a
+  ``VARCHAR`` under the binary collation. Never ``JSON_CONTAINS``: it compares
+  escaped text, and Python's ``json`` writes ``\\u000b`` where MariaDB's
+  ``JSON_QUOTE`` writes ``\\u000B``, so tags holding some C0 controls are missed.
+  ``task_tags`` carries the task's ``created_at`` so that "tag t, oldest first,
+  LIMIT 50" walks one index in order instead of sorting every task with the tag.
+* **Counters for counts()**: ``task_counts`` has one row per status and slot
+  (``COUNTER_SLOTS``), created here, up front. The store only ever *updates*
+  them (``n = n + d``), which takes a record lock on an existing row: an
+  ``INSERT ... ON DUPLICATE KEY UPDATE`` would take next-key (gap) locks for
+  its duplicate check, and two of those deadlock against each other.
+* **No foreign keys.** InnoDB checks a foreign key by taking a shared lock on the
+  parent row (``tasks``) from a statement that writes the child (``append``,
+  ``submit_command``), which adds lock-order paths between calls that otherwise
+  never lock a task row; and the contract allows history and commands for a
+  task that was never created. ``prune`` deletes the children itself.
+* **No triggers.** The store keeps ``task_tags`` and ``task_counts`` in the
+  transaction that writes ``tasks`` (docs/mariadb.md); a trigger would run
+  with its definer's rights, and every lock the store takes is then visible in
+  its own code. SQL outside the store that writes ``tasks`` must maintain both
+  tables too (:func:`rebuild_derived` recomputes them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+# Without the ``mariadb`` extra this import fails; reference_stores.mariadb, which
+# imports this module, first says which command installs it.
+import pymysql
+from pymysql.constants import CLIENT
+
+from chongming_conformance import StoreError, TaskStatus
+from chongming_conformance.report.masking import mask_secrets
+
+__all__ = [
+    "COUNTER_SLOTS",
+    "MAX_DATABASE_CHARS",
+    "MAX_KEY_CHARS",
+    "SCHEMA_VERSION",
+    "ConnectParams",
+    "admin_connection",
+    "drop_schema",
+    "install_schema",
+    "parse_dsn",
+    "quote_ident",
+    "rebuild_derived",
+    "recount_tasks",
+    "text_collation",
+    "validate_database_name",
+]
+
+#: Version of the DDL below; the store refuses a database with another version.
+SCHEMA_VERSION = 1
+#: counts() counters are striped over this many rows per status, picked by the
+#: writing connection's id, so concurrent writers rarely wait on one counter row.
+COUNTER_SLOTS = 32
+#: Characters in every keyed text column (ids, tags, pipeline ids): see the docstring.
+MAX_KEY_CHARS = 255
+#: MariaDB's and MySQL's identifier limit, in characters.
+MAX_DATABASE_CHARS = 64
+
+#: Collation of every text column, per server family (module docstring).
+_COLLATIONS = {"mariadb": "utf8mb4_nopad_bin", "mysql": "utf8mb4_0900_bin"}
+
+
+# -- DSN --------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ConnectParams:
+    """What a ``mysql://user:password@host:port/database`` DSN says (no password in repr)."""
+
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "root"
+    password: str = dataclasses.field(default="", repr=False)
+    database: str | None = None
+    unix_socket: str | None = None
+    connect_timeout: float = 10.0
+
+    def connect(self, *, database: str | None = None, autocommit: bool = True) -> Any:
+        """A new PyMySQL connection: utf8mb4, autocommit, matched-row counts.
+
+        * ``charset="utf8mb4"``: the connection's ``utf8`` would be utf8mb3, which
+          cannot carry 4-byte characters.
+        * ``client_flag=CLIENT.FOUND_ROWS``: an UPDATE reports the rows it
+          *matched*, not those it changed, so a ``save`` that writes a row
+          identical to the stored one still counts as won.
+        * ``autocommit=True``: PEP 249 drivers start a transaction implicitly
+          and PyMySQL defaults to autocommit off, so a connection that only reads
+          would sit in one snapshot and never see another process's writes;
+          multi-statement calls say BEGIN ... COMMIT themselves.
+        """
+        return pymysql.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            database=database,
+            unix_socket=self.unix_socket,
+            connect_timeout=self.connect_timeout,
+            charset="utf8mb4",
+            client_flag=CLIENT.FOUND_ROWS,
+            autocommit=autocommit,
+        )
+
+
+def parse_dsn(dsn: str) -> ConnectParams:
+    """``mysql://user[:password]@host[:port][/database][?unix_socket=...&connect_timeout=...]``.
+
+    ``mariadb://`` is accepted too. User and password are percent-decoded. An
+    unknown query parameter is refused rather than silently ignored. Errors
+    never show the password.
+    """
+    if not isinstance(dsn, str):
+        raise StoreError(f"a MariaDB DSN must be a str, got {type(dsn).__name__}")
+    try:
+        parts = urlsplit(dsn.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise StoreError(mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise StoreError(mask_secrets(
+            f"invalid MariaDB DSN {dsn!r}: the scheme must be mysql:// or mariadb://"
+        ))
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - {"unix_socket", "connect_timeout"})
+    if unknown:
+        raise StoreError(mask_secrets(
+            f"invalid MariaDB DSN {dsn!r}: unknown parameter(s) {', '.join(unknown)} "
+            "(known: unix_socket, connect_timeout)"
+        ))
+    timeout = 10.0
+    if "connect_timeout" in query:
+        try:
+            timeout = float(query["connect_timeout"][-1])
+        except ValueError as exc:
+            raise StoreError(mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
+    database = unquote(parts.path.lstrip("/")) or None
+    return ConnectParams(
+        host=parts.hostname or "127.0.0.1",
+        port=port or 3306,
+        user=unquote(parts.username) if parts.username else "root",
+        password=unquote(parts.password) if parts.password else "",
+        database=database,
+        unix_socket=query["unix_socket"][-1] if "unix_socket" in query else None,
+        connect_timeout=timeout,
+    )
+
+
+# -- names ----------------------------------------------------------------------------------
+def validate_database_name(database: object) -> str:
+    """``database`` if the server will store it exactly as given, else a :class:`StoreError`.
+
+    Quoting (:func:`quote_ident`) makes any character safe inside a statement;
+    what it cannot prevent is a name the server refuses or changes: empty, over
+    64 characters, with NUL, or ending in a space (MariaDB refuses those).
+    """
+    if not isinstance(database, str):
+        raise StoreError(f"database name must be a str, got {type(database).__name__}")
+    if not database:
+        raise StoreError("database name must not be empty")
+    if "\x00" in database:
+        raise StoreError(f"database name {database!r} contains a NUL character")
+    if len(database) > MAX_DATABASE_CHARS:
+        raise StoreError(
+            f"database name {database!r} is {len(database)} characters; MariaDB allows "
+            f"{MAX_DATABASE_CHARS}"
+        )
+    if database != database.rstrip(" "):
+        raise StoreError(f"database name {database!r} ends with a space; MariaDB refuses it")
+    return database
+
+
+def quote_ident(*names: str) -> str:
+    """```a`.`b``` with every backtick doubled: an identifier, never SQL."""
+    return ".".join("`" + name.replace("`", "``") + "`" for name in names)
+
+
+def failure(doing: str, exc: BaseException) -> StoreError:
+    """The StoreError for a driver error: what was being done, the cause, masked."""
+    return StoreError(mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
+
+
+@contextlib.contextmanager
+def driver_errors(doing: str) -> Iterator[None]:
+    """Every PyMySQL error inside becomes a masked StoreError with the cause chained."""
+    try:
+        yield
+    except pymysql.Error as exc:
+        raise failure(doing, exc) from exc
+
+
+@contextlib.contextmanager
+def admin_connection(conn_or_dsn: Any) -> Iterator[Any]:
+    """A connection from a DSN (closed afterwards), or the caller's own, unchanged."""
+    if not isinstance(conn_or_dsn, str):
+        yield conn_or_dsn
+        return
+    params = parse_dsn(conn_or_dsn)
+    with driver_errors("connecting to MariaDB"):
+        conn = params.connect()
+    try:
+        yield conn
+    finally:
+        with contextlib.suppress(pymysql.Error):
+            conn.close()
+
+
+def _server_family(conn: Any) -> str:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        (version,) = cur.fetchone()
+    return "mariadb" if "mariadb" in str(version).lower() else "mysql"
+
+
+def text_collation(conn_or_dsn: Any) -> str:
+    """The binary no-pad utf8mb4 collation of this server (MariaDB or MySQL 8)."""
+    with driver_errors("reading the server version"), admin_connection(conn_or_dsn) as conn:
+        return _COLLATIONS[_server_family(conn)]
+
+
+# -- DDL ------------------------------------------------------------------------------------
+# Each statement is a template: {db} is the quoted database, {collation} the text
+# collation. Only our own constants are formatted in; values are parameters.
+_TABLE_OPTIONS = "ENGINE=InnoDB ROW_FORMAT=DYNAMIC DEFAULT CHARSET=utf8mb4 COLLATE={collation}"
+_KEY = f"VARCHAR({MAX_KEY_CHARS})"
+_DDL_V1: tuple[str, ...] = (
+    f"""CREATE TABLE IF NOT EXISTS {{db}}.tasks (
+        task_id          {_KEY} NOT NULL,
+        name             TEXT NOT NULL,
+        status           VARCHAR(16) NOT NULL,
+        status_version   BIGINT NOT NULL,
+        created_at       DATETIME(6) NOT NULL,
+        updated_at       DATETIME(6) NOT NULL,
+        started_at       DATETIME(6),
+        finished_at      DATETIME(6),
+        tags             MEDIUMTEXT NOT NULL,
+        bucket           BIGINT,
+        pipeline_run_id  {_KEY},
+        progress_done    BIGINT,
+        progress_total   BIGINT,
+        progress_message TEXT,
+        failure_type     TEXT,
+        failure_message  TEXT,
+        failure_detail   MEDIUMTEXT,
+        heartbeat_at     DATETIME(6),
+        lease_owner      TEXT,
+        lease_until      DATETIME(6),
+        PRIMARY KEY (task_id),
+        KEY tasks_created (created_at, task_id),
+        KEY tasks_bucket (bucket, created_at, task_id),
+        KEY tasks_status (status, bucket, created_at, task_id),
+        KEY tasks_pipeline (pipeline_run_id)
+    ) {_TABLE_OPTIONS}""",
+    # One row per (task, tag): exact tag matches by equality under the binary
+    # collation. created_at is the task's, kept equal by the store, so that
+    # (tag, created_at, task_id) delivers "tag t in query order" from one index.
+    f"""CREATE TABLE IF NOT EXISTS {{db}}.task_tags (
+        task_id    {_KEY} NOT NULL,
+        tag        {_KEY} NOT NULL,
+        created_at DATETIME(6) NOT NULL,
+        PRIMARY KEY (task_id, tag),
+        KEY task_tags_tag (tag, created_at, task_id)
+    ) {_TABLE_OPTIONS}""",
+    # The primary key makes append idempotent (ON DUPLICATE KEY, first row wins).
+    f"""CREATE TABLE IF NOT EXISTS {{db}}.transitions (
+        task_id     {_KEY} NOT NULL,
+        version     BIGINT NOT NULL,
+        from_status VARCHAR(16),
+        to_status   VARCHAR(16) NOT NULL,
+        at          DATETIME(6) NOT NULL,
+        reason      TEXT,
+        PRIMARY KEY (task_id, version)
+    ) {_TABLE_OPTIONS}""",
+    # commands_claim serves the claim: ``finished_at IS NULL`` is one ref range at
+    # the front of the index (finished commands, the vast majority in a long-lived
+    # system, sit in other ranges), inside which rows come in claim order
+    # (created_at, command_id). MariaDB has no partial indexes; this is the next
+    # best thing. lease_until at the end lets the scan test the lease in the index.
+    f"""CREATE TABLE IF NOT EXISTS {{db}}.commands (
+        command_id  {_KEY} NOT NULL,
+        task_id     {_KEY} NOT NULL,
+        kind        VARCHAR(16) NOT NULL,
+        issued_by   TEXT NOT NULL,
+        created_at  DATETIME(6) NOT NULL,
+        lease_until DATETIME(6),
+        finished_at DATETIME(6),
+        outcome     TEXT,
+        PRIMARY KEY (command_id),
+        KEY commands_claim (finished_at, created_at, command_id, lease_until),
+        KEY commands_task (task_id)
+    ) {_TABLE_OPTIONS}""",
+    f"""CREATE TABLE IF NOT EXISTS {{db}}.task_counts (
+        status VARCHAR(16) NOT NULL,
+        slot   SMALLINT NOT NULL,
+        n      BIGINT NOT NULL,
+        PRIMARY KEY (status, slot)
+    ) {_TABLE_OPTIONS}""",
+    # Every counter row exists before the first write (module docstring). The
+    # tasks table is empty at version 1's install, so every counter starts at 0.
+    "INSERT IGNORE INTO {db}.task_counts (status, slot, n) VALUES "
+    + ", ".join(
+        f"('{status.value}', {slot}, 0)" for status in TaskStatus for slot in range(COUNTER_SLOTS)
+    ),
+)
+#: version -> DDL that brings a database from version-1 to version.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1}
+
+#: The store's tables, children first (prune and reset_store delete in this order).
+TABLES = ("task_tags", "transitions", "commands", "tasks", "task_counts")
+
+
+def _current_version(cur: Any, db: str) -> int:
+    cur.execute(
+        "SELECT COUNT(*) FROM information_schema.tables "
+        "WHERE table_schema = %s AND table_name = 'schema_version'",
+        [db],
+    )
+    if cur.fetchone()[0] == 0:
+        return 0
+    cur.execute(f"SELECT MAX(version) FROM {quote_ident(db, 'schema_version')}")
+    row = cur.fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def install_schema(conn_or_dsn: Any, database: str, *, collation: str | None = None) -> int:
+    """Create (or upgrade) the store's database and tables; return the installed version.
+
+    Idempotent, and safe to run concurrently: a named lock (``GET_LOCK``)
+    serialises installers of one database. DDL commits implicitly in MariaDB,
+    so an install cut off half-way is completed by running it again (every
+    statement is ``IF NOT EXISTS``/``INSERT IGNORE``); the version row is
+    written last. ``collation`` defaults to the server's binary no-pad utf8mb4
+    collation (:func:`text_collation`). Needs CREATE; the store itself does not.
+    """
+    db = validate_database_name(database)
+    lock = f"chongming:{db}"
+    with driver_errors(f"install_schema({database!r})"), admin_connection(conn_or_dsn) as conn:
+        chosen = collation or _COLLATIONS[_server_family(conn)]
+        with conn.cursor() as cur:
+            cur.execute("SELECT GET_LOCK(%s, 60)", [lock])
+            if cur.fetchone()[0] != 1:
+                raise StoreError(f"install_schema({database!r}): another installer holds {lock!r}")
+            try:
+                cur.execute(
+                    f"CREATE DATABASE IF NOT EXISTS {quote_ident(db)} "
+                    f"CHARACTER SET utf8mb4 COLLATE {chosen}"
+                )
+                cur.execute(
+                    f"CREATE TABLE IF NOT EXISTS {quote_ident(db, 'schema_version')} ("
+                    "version INT NOT NULL PRIMARY KEY, "
+                    # Parenthesised: MySQL 8 takes an expression default only so.
+                    "installed_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6))) "
+                    "ENGINE=InnoDB"
+                )
+                current = _current_version(cur, db)
+                if current > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"database {database!r} is at schema version {current}, newer than "
+                        f"this code ({SCHEMA_VERSION}); upgrade chongming-conformance"
+                    )
+                for version in range(current + 1, SCHEMA_VERSION + 1):
+                    for statement in _MIGRATIONS[version]:
+                        cur.execute(
+                            statement.replace("{db}", quote_ident(db)).replace(
+                                "{collation}", chosen
+                            )
+                        )
+                if current < SCHEMA_VERSION:
+                    cur.execute(
+                        f"INSERT INTO {quote_ident(db, 'schema_version')} (version) VALUES (%s)",
+                        [SCHEMA_VERSION],
+                    )
+            finally:
+                cur.execute("SELECT RELEASE_LOCK(%s)", [lock])
+    return SCHEMA_VERSION
+
+
+def drop_schema(conn_or_dsn: Any, database: str) -> None:
+    """Drop ``database`` and everything in it (test teardown). Missing database: no-op."""
+    db = validate_database_name(database)
+    with driver_errors(f"drop_schema({database!r})"), admin_connection(
+        conn_or_dsn
+    ) as conn, conn.cursor() as cur:
+        # Never hang a teardown forever behind a forgotten transaction's metadata lock.
+        cur.execute("SET SESSION lock_wait_timeout = 30")
+        cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(db)}")
+
+
+def recount_tasks(conn_or_dsn: Any, database: str) -> None:
+    """Set ``task_counts`` from a GROUP BY over ``tasks`` (after a bulk load). O(tasks)."""
+    db = validate_database_name(database)
+    counts = quote_ident(db, "task_counts")
+    with driver_errors(f"recount_tasks({database!r})"), admin_connection(
+        conn_or_dsn
+    ) as conn, conn.cursor() as cur:
+        conn.begin()
+        try:
+            cur.execute(f"UPDATE {counts} SET n = 0")
+            cur.execute(
+                f"UPDATE {counts} AS c JOIN ("
+                f"SELECT status, COUNT(*) AS n FROM {quote_ident(db, 'tasks')} GROUP BY status"
+                ") AS t ON t.status = c.status SET c.n = t.n WHERE c.slot = 0"
+            )
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+
+
+def rebuild_derived(conn_or_dsn: Any, database: str) -> None:
+    """Recompute ``task_tags`` and ``task_counts`` from ``tasks`` (after SQL outside the store).
+
+    The store keeps both in the transaction that writes ``tasks``; a bulk load
+    or an operator's UPDATE does not. This reads every task's tags (the codec's
+    JSON, parsed in Python, not by the server) and rewrites both tables in one
+    transaction. O(tasks): a maintenance step, not something to run per call.
+    """
+    db = validate_database_name(database)
+    with driver_errors(f"rebuild_derived({database!r})"), admin_connection(
+        conn_or_dsn
+    ) as conn, conn.cursor() as cur:
+        conn.begin()
+        try:
+            cur.execute(f"DELETE FROM {quote_ident(db, 'task_tags')}")
+            cur.execute(f"SELECT task_id, tags, created_at FROM {quote_ident(db, 'tasks')}")
+            rows = [
+                (task_id, tag, created)
+                for task_id, tags, created in cur.fetchall()
+                for tag in json.loads(tags)
+            ]
+            for start in range(0, len(rows), 1000):
+                cur.executemany(
+                    f"INSERT INTO {quote_ident(db, 'task_tags')} (task_id, tag, created_at) "
+                    "VALUES (%s, %s, %s)",
+                    rows[start : start + 1000],
+                )
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+    recount_tasks(conn_or_dsn, database)
