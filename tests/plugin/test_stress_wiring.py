@@ -92,7 +92,9 @@ def test_racy_save_is_caught_by_the_harness_only(pytester: pytest.Pytester) -> N
     # between, and loses updates in the random mix: those scenarios catch it too.
     assert failed <= {"XP-SAVE-ATOMIC", "XP-TOUCH-SAVE", "XP-PRUNE-SAVE-RACE",
                       "XP-MIXED-WORKLOAD"}, failed
-    contract_scope = [c["id"] for c in doc["clauses"] if c["scope"] == "contract"]
+    # PRUNE-LARGE's check runs under the thorough profile only (NOT VERIFIED elsewhere).
+    contract_scope = [c["id"] for c in doc["clauses"] if c["scope"] == "contract"
+                      and c["id"] != "PRUNE-LARGE"]
     assert all(clause(doc, cid)["outcome"] == "PASS" for cid in contract_scope)
 
 

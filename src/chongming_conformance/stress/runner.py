@@ -117,7 +117,8 @@ class ScenarioResult:
 def _fit(head: list[str], blocks: list[str], tail: list[str], chars: int) -> str:
     """``head``, as many ``blocks`` as fit in ``chars`` (a first block that does not fit
     keeps its first whole lines), then ``tail``."""
-    used = sum(len(x) + 1 for x in head + tail) + 80
+    # Room kept for the two lines that say what was left out.
+    used = sum(len(x) + 1 for x in head + tail) + 200
     out = list(head)
     left = 0
     for k, block in enumerate(blocks):
