@@ -9,7 +9,9 @@ reads the key tasks; then the checker alone reads their history, ``counts()`` an
 ``query()``, claims every claimable command (then releases them) and saves one key
 task, which every other worker then reads again. While the rounds run,
 ``crash_cycles`` extra workers each claim some commands and then write as fast as
-they can until the parent SIGKILLs them in the middle of a call.
+they can until the parent SIGKILLs them in the middle of a call. Every worker also holds a
+second store instance, which it closes and reopens now and then (closing one instance
+must spare the other).
 
 **The verdict is the linearizability checker** (``stress.lincheck``): can every
 call be given one instant inside its interval so that the calls, run one at a
