@@ -16,8 +16,8 @@ numbers the docs record. Absolute times move 20-50 % between sessions on a share
 the ratio within one session is what counts.
 
 Every test must pass with both kits (a red run's time means nothing). The gate is not asked
-for: the base kit left the memory store's cross-process clauses NOT VERIFIED, where the head
-kit says UNSUPPORTED. The base kit's stores are its own (a store is measured with the kit it
+for: the memory store cannot be shared, so its cross-process clauses stay NOT VERIFIED under
+either kit. The base kit's stores are its own (a store is measured with the kit it
 shipped with).
 """
 
