@@ -10,9 +10,9 @@ for: the Postgres reference store, the third-party store of ``benchmarks/third_p
 (its ``reset_store`` in use), the same store with ``--chongming-no-reuse`` (a schema per test
 and per example, what a third party paid before the seam). Every run must pass the must gate.
 (The memory store's time before and after the seam is ``benchmarks/kit_growth.py``'s: it
-cannot be shared, so it never passes the must gate and is not run here.) Prints the wall times and the ratios docs/
-benchmarks.md records; absolute numbers move 20-50 % between runs on a shared 2-core box,
-the ratios within one session are what count.
+cannot be shared, so it never passes the must gate and is not run here.) Prints the wall
+times and the ratios docs/benchmarks.md records; absolute numbers move 20-50 % between runs
+on a shared 2-core box, the ratios within one session are what count.
 """
 
 from __future__ import annotations
