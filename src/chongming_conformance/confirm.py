@@ -54,6 +54,7 @@ __all__ = [
     "query_order_follows_wall_clock",
     "snapshot_fields_change",
     "snapshot_times_change",
+    "ties_dropped",
     "transition_times_change",
 ]
 
@@ -276,6 +277,30 @@ def limit_before_filter() -> Probe:
                                   later, later))
         got = store.query(TaskQuery(name="chongming-probe-y", limit=1))
         return [t.task_id for t in got] != [second]
+
+    return probe
+
+
+def ties_dropped() -> Probe:
+    """One task, then three created at one later instant, under one fresh name: does the
+    store lose any of the tied ones, with or without a limit that cuts through them?
+
+    A filter bug can also leave out a task that happens to tie with another; this tells
+    the two apart (a store that keeps ties here is blamed on the filter instead)."""
+
+    def probe(store: TaskStore) -> bool:
+        name = _fresh_id("chongming-probe-tie")
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+        tied = at + timedelta(seconds=1)
+        first = _fresh_id("tie-first")
+        store.create(TaskSnapshot(first, name, TaskStatus.PENDING, 0, at, at))
+        ids = {_fresh_id(f"tie{i}") for i in range(3)}
+        for task_id in sorted(ids):
+            store.create(TaskSnapshot(task_id, name, TaskStatus.PENDING, 0, tied, tied))
+        everything = [t.task_id for t in store.query(TaskQuery(name=name))]
+        limited = [t.task_id for t in store.query(TaskQuery(name=name, limit=3))]
+        return (sorted(everything) != sorted({first} | ids)
+                or len(limited) != 3 or limited[0] != first or not set(limited[1:]) < ids)
 
     return probe
 

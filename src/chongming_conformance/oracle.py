@@ -31,6 +31,7 @@ from .confirm import (
     lease_from_wall_clock,
     limit_before_filter,
     query_order_follows_wall_clock,
+    ties_dropped,
 )
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
@@ -186,7 +187,12 @@ def query_culprits(
     if missing and len(result) < count:
         instants = [instant(t.created_at) for t in hits]
         if any(instants.count(instant(t.created_at)) > 1 for t in missing):
-            return ("QUERY-TIES-COMPLETE",)
+            # A tie is only a suspect: a filter bug can drop a task that happens to tie.
+            ties = confirmed(ties_dropped())
+            if ties is None:
+                return (UNCONFIRMED,)
+            if ties:
+                return ("QUERY-TIES-COMPLETE",)
         set_filters = _filter_clauses(missing[0], q, failing=False)
         if not set_filters:
             return ("QUERY-ALL",)
