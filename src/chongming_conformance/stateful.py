@@ -94,6 +94,22 @@ _STEPS_US = (
     0, 1, 499_999, 500_000, 500_001, 999_999, 1_000_000, 1_000_001, 1_499_999, 1_500_000,
     1_500_001, 4_999_999, 5_000_000, 5_000_001, 60_000_000,
 )
+#: What a claim can blame (both claim rules declare it).
+_CLAIM_CLAUSES = (
+    "SUBMIT-THEN-CLAIM",
+    "COMMAND-ROUNDTRIP",
+    "CLAIM-LEASE-EXCLUSIVE",
+    "CLAIM-EXPIRED-RECLAIM",
+    "CLAIM-LEASE-PRECISE",
+    "CLAIM-ORDER",
+    "CLAIM-LIMIT",
+    "COMPLETE-NEVER-RECLAIMED",
+    "COMPLETE-IDEMPOTENT",
+    "RELEASE-NOT-COMPLETE",
+    "RELEASE-FINISHED-NOOP",
+    "TIME-INSTANT-ORDER",
+    "TIME-UTC-ROUNDTRIP",
+)
 _MAX_VERSION = 2**62  # room for stored + 2**40 gaps without leaving BIGINT
 #: One run in this many may close a reused store (see ``StoreStateMachine.reuses_store``).
 REUSED_CLOSE_ODDS = 10
@@ -479,33 +495,25 @@ class StoreStateMachine(RuleBasedStateMachine):
         return command_id
 
     @precondition(lambda self: not self.closed)
+    @rule(lease=st.sampled_from(_LEASES), limit=st.sampled_from((0, 1, 2, 50)), zone=cst.offsets())
+    @_blamed(*_CLAIM_CLAUSES)
+    def claim_commands(self, lease: float, limit: int, zone: tzinfo) -> None:
+        self._claim(lease, limit, zone)
+
+    @precondition(lambda self: not self.closed and bool(self._inside_fractional_leases()))
     @rule(lease=st.sampled_from(_LEASES), limit=st.sampled_from((0, 1, 2, 50)), zone=cst.offsets(),
           data=st.data())
-    @_blamed(
-        "SUBMIT-THEN-CLAIM",
-        "COMMAND-ROUNDTRIP",
-        "CLAIM-LEASE-EXCLUSIVE",
-        "CLAIM-EXPIRED-RECLAIM",
-        "CLAIM-LEASE-PRECISE",
-        "CLAIM-ORDER",
-        "CLAIM-LIMIT",
-        "COMPLETE-NEVER-RECLAIMED",
-        "COMPLETE-IDEMPOTENT",
-        "RELEASE-NOT-COMPLETE",
-        "RELEASE-FINISHED-NOOP",
-        "TIME-INSTANT-ORDER",
-        "TIME-UTC-ROUNDTRIP",
-    )
-    def claim_commands(self, lease: float, limit: int, zone: tzinfo, data: st.DataObject
-                       ) -> None:
-        # Half the time, when a fractional lease is held, first move the clock into it past
-        # its whole seconds: the case a store keeping whole-second leases gets wrong, aimed
-        # at instead of left to the clock steps (which reach it a few runs in a hundred).
-        inside = self._inside_fractional_leases()
-        if inside:
-            jump: bool = data.draw(st.booleans(), label="claim inside a fractional lease")
-            if jump:
-                self.clock_us = data.draw(st.sampled_from(inside), label="inside a lease")
+    @_blamed(*_CLAIM_CLAUSES)
+    def claim_inside_a_fractional_lease(self, lease: float, limit: int, zone: tzinfo,
+                                        data: st.DataObject) -> None:
+        """Move the clock into a held fractional lease, past its whole seconds, and claim.
+
+        The case a store keeping whole-second leases gets wrong. A rule of its own (enabled
+        whenever such a lease is held) rather than a coin flip inside claim_commands: left to
+        the clock steps and a coin, the ci profile met it in some runs of 100 examples and not
+        in others."""
+        self.clock_us = data.draw(st.sampled_from(self._inside_fractional_leases()),
+                                  label="inside a lease")
         self._claim(lease, limit, zone)
 
     def _inside_fractional_leases(self) -> list[int]:
