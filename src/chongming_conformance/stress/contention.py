@@ -13,12 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CONTENTION_HINT", "LOCK_CONTENTION", "contention_kind", "is_lock_contention"]
+__all__ = [
+    "CONTENTION_HINT", "LOCK_CONTENTION", "contention_kind", "error_text", "is_lock_contention",
+]
 
 #: The anomaly kind of a call that failed because another process held a lock.
 LOCK_CONTENTION = "lock-contention"
 
-#: What to do about it, appended to every lock-contention message.
+#: What to do about it, on its own line under every lock-contention message.
 CONTENTION_HINT = (
     "lock contention escaped the store: give SQLite a busy timeout (and take write locks "
     "up front with BEGIN IMMEDIATE), retry a serialization failure or deadlock inside the "
@@ -48,3 +50,14 @@ def is_lock_contention(error: Mapping[str, Any] | None) -> bool:
 def contention_kind(error: Mapping[str, Any] | None, default: str) -> str:
     """``LOCK_CONTENTION`` for a lock failure, ``default`` for anything else."""
     return LOCK_CONTENTION if is_lock_contention(error) else default
+
+
+def error_text(error: Mapping[str, Any] | None) -> str:
+    """A logged error in one line for a message: the worker's summary (class, code, first
+    line, SQL cut at a token boundary) when it logged one, else ``type: message``."""
+    if not error:
+        return "an error"
+    summary = error.get("summary")
+    if summary:
+        return str(summary)
+    return f"{error.get('type')}: {error.get('message')}"

@@ -31,6 +31,7 @@ import multiprocess
 from ..codec import encode_dt
 from ..errors import ConcurrencyConflict, StoreError
 from ..factory import enter_store
+from ..messages import elide, summarize_error
 from ..progress import note
 from ..protocol import TaskStore
 from ..report.masking import masked_logging
@@ -52,6 +53,9 @@ __all__ = [
 
 Opener = Callable[[], Any]
 T = TypeVar("T")
+
+#: How much of an error's text a worker log keeps (cut at a token boundary, never mid-word).
+ERROR_CHARS = 500
 
 #: Seconds a child outlives the scenario deadline before it destroys itself.
 SELF_DESTRUCT_GRACE = 10.0
@@ -203,17 +207,20 @@ class WorkerContext:
             summary = summarize(value) if summarize is not None else None
         except ConcurrencyConflict as exc:
             self.log.result(seq, ok=False, error={
-                "type": type(exc).__name__, "message": str(exc)[:300], "conflict": True,
+                "type": type(exc).__name__, "message": elide(str(exc), ERROR_CHARS),
+                "conflict": True,
                 "expected": exc.expected, "actual": exc.actual})
             return Outcome(False, error=type(exc).__name__, conflict=True)
         except Exception as exc:
             name = f"{type(exc).__module__}.{type(exc).__qualname__}"
             cause = exc.__cause__  # the driver's error says whether a lock was busy
+            summary = summarize_error(exc)  # class, code, first line, SQL cut at a token
             self.log.result(seq, ok=False, error={
-                "type": name, "message": str(exc)[:300],
+                "type": name, "message": elide(str(exc), ERROR_CHARS), "summary": summary,
                 "store_error": isinstance(exc, StoreError),
-                "cause": None if cause is None else f"{type(cause).__name__}: {cause}"[:300]})
-            return Outcome(False, error=f"{name}: {exc}")
+                "cause": None if cause is None
+                else elide(f"{type(cause).__name__}: {cause}", ERROR_CHARS)})
+            return Outcome(False, error=summary)
         if record:
             self.log.result(seq, ok=True, value=summary, result=encode_value(value), t=returned)
         else:

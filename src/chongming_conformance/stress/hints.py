@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .contention import error_text
 from .harness import Anomaly
 
 __all__ = ["ERROR_KINDS", "KIND_HINTS", "VISIBILITY_KINDS", "common_cause"]
@@ -83,7 +84,7 @@ def _one_error(anomalies: Sequence[Anomaly]) -> str | None:
     types = {e.get("type") for e in errors}
     if len(types) != 1 or None in types:
         return None
-    return f"{errors[0].get('type')}: {errors[0].get('message')}"
+    return error_text(errors[0])
 
 
 def common_cause(anomalies: Sequence[Anomaly]) -> str | None:

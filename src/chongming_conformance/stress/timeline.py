@@ -274,7 +274,10 @@ def make_entry(worker: str, seq: int, method: str, args: Mapping[str, Any] | Non
         err = error or {}
         kind = str(err.get("type") or "error").rsplit(".", 1)[-1]
         message = str(err.get("message") or "")
-        outcome = f"raised {kind}" + (f": {_text(message, 2 * TEXT_WIDTH)}" if message else "")
+        if err.get("summary"):  # class, code, first line, SQL cut at a token boundary
+            outcome = f"raised {_text(str(err['summary']), 2 * TEXT_WIDTH)}"
+        else:
+            outcome = f"raised {kind}" + (f": {_text(message, 2 * TEXT_WIDTH)}" if message else "")
     tasks, commands = _ids([dict(detail), dict(args or {}), result, summary])
     return Entry(worker, seq, text, outcome, t_invoke, t_return, round_, shown,
                  frozenset(tasks), frozenset(commands), ref)

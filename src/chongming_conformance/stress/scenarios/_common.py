@@ -11,7 +11,8 @@ from datetime import datetime
 from functools import partial
 
 from ...model import Command
-from ..contention import CONTENTION_HINT, LOCK_CONTENTION, contention_kind
+from ...messages import with_hint
+from ..contention import CONTENTION_HINT, LOCK_CONTENTION, contention_kind, error_text
 from ..harness import Harness, WorkerContext
 from ..log import Op
 from ..records import at, commands_summary
@@ -49,10 +50,9 @@ def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -
             continue
         error = op.error or {}
         kind = contention_kind(error, "unexpected-error")
-        hint = f" ({CONTENTION_HINT})" if kind == LOCK_CONTENTION else ""
+        hint = CONTENTION_HINT if kind == LOCK_CONTENTION else None
         h.anomaly(
             kind,
-            f"worker {op.worker}: {op.describe()} raised {error.get('type')}: "
-            f"{error.get('message')}{hint}",
+            with_hint(f"worker {op.worker}: {op.describe()} raised {error_text(error)}", hint),
             cites=[op], worker=op.worker, op=op.op, round=op.round, error=error,
         )
