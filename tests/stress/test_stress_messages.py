@@ -14,8 +14,8 @@ from chongming_conformance.errors import StoreError
 from chongming_conformance.stress.contention import CONTENTION_HINT, LOCK_CONTENTION, error_text
 from chongming_conformance.stress.harness import ERROR_CHARS, Harness, WorkerContext, WorkerSpec
 from chongming_conformance.stress.log import OpLog, read_logs
-from chongming_conformance.stress.stress_profiles import get_profile
 from chongming_conformance.stress.scenarios._common import report_errors
+from chongming_conformance.stress.stress_profiles import get_profile
 
 SQL = (
     "UPDATE tasks SET name = %s, status = %s, status_version = %s, updated_at = %s, "
