@@ -218,14 +218,19 @@ if __name__ == "__main__":
     with ThreadPoolExecutor(2) as pool:
         measured = list(pool.map(_measure, green + chosen))
     if record:
+        # Stores not run this time keep their entries. A race store (shared) keeps the union
+        # of what every recorded run saw: which of its clauses one run catches is chance.
+        stores: dict[str, Any] = dict(_recorded().get("stores", {}))
+        for c, o in measured[2:]:
+            seen = set(o.failing)
+            if c.shared is not None and c.id in stores:
+                seen |= set(stores[c.id]["fails"])
+            stores[c.id] = {"fails": sorted(seen), "seconds": round(o.seconds, 1),
+                            "refused": c.refused}
         RECORDED.write_text(json.dumps({
             "command": "python tests/precision/matrix.py --record",
             "green_seconds": {c.store: round(o.seconds, 1) for c, o in measured[:2]},
-            "stores": {
-                c.id: {"fails": sorted(o.failing), "seconds": round(o.seconds, 1),
-                       "refused": c.refused}
-                for c, o in measured[2:]
-            },
+            "stores": {c.id: stores[c.id] for c in cases() if c.id in stores},
         }, indent=1) + "\n", encoding="utf-8")
     measured = measured[2:]
     for case, got in measured:
