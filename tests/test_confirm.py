@@ -28,6 +28,8 @@ MIXED_ZONES = [
 
 PROBES: list[tuple[str, Callable[[], confirm.Probe], type[TaskStore]]] = [
     ("ties_dropped", confirm.ties_dropped, broken_stores.QueryDropsTies),
+    ("claim_leases_beyond_limit", confirm.claim_leases_beyond_limit,
+     broken_stores.ClaimLeasesBeyondLimit),
     ("limit_before_filter", confirm.limit_before_filter, broken_stores.LimitBeforeFilter),
     ("lease_cut_short", confirm.lease_cut_short, broken_stores.WholeSecondLeases),
     ("lease_from_wall_clock", confirm.lease_from_wall_clock,

@@ -42,6 +42,7 @@ from .protocol import TaskStore
 __all__ = [
     "UNCONFIRMED",
     "Probe",
+    "claim_leases_beyond_limit",
     "claim_order_follows_wall_clock",
     "command_times_change",
     "confirmed",
@@ -228,6 +229,33 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
 
     return probe
 
+
+
+def claim_leases_beyond_limit() -> Probe:
+    """Two free commands and a claim of one: is the other one leased too (not claimable by
+    the next claim at the same ``now``)?
+
+    A claim that leases more than it returns hides commands from every later claim, so
+    they look *missing* -- as if submit, release or expiry had lost them. This tells the
+    hidden lease apart (CLAIM-LIMIT) from those."""
+
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2001, 1, 1, tzinfo=UTC)
+        first = Command(_fresh_id("limit-first"), "probe", CommandKind.STOP, "kit", at)
+        second = Command(_fresh_id("limit-second"), "probe", CommandKind.STOP, "kit",
+                         at + timedelta(seconds=1))
+        store.submit_command(first)
+        store.submit_command(second)
+        now = datetime(2031, 1, 1, tzinfo=UTC)
+        taken = [c.command_id for c in store.claim_commands(now=now, lease_seconds=60.0,
+                                                             limit=1)]
+        if taken != [first.command_id]:
+            return False  # another bug (order, limit ignored outright): not this one
+        rest = [c.command_id for c in store.claim_commands(now=now, lease_seconds=60.0,
+                                                            limit=10)]
+        return second.command_id not in rest
+
+    return probe
 
 
 def _lease_probe(after: float) -> Probe:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from .assertions import query_mismatch
 from .blame import UNCONFIRMED, blame, record_culprit, records_culprit, snapshot_culprit
 from .confirm import (
+    claim_leases_beyond_limit,
     claim_order_follows_wall_clock,
     confirmed,
     decide,
@@ -466,6 +467,9 @@ def claim_culprits(
     count = min(max(limit, 0), len(free))
     missing = [c for c in free if c.command_id not in returned]
     if len(result) < count and missing:
+        if confirmed(claim_leases_beyond_limit()):
+            # An earlier claim leased them without returning them: a knock-on of that.
+            return ("CLAIM-LIMIT",)
         out = set()
         for c in missing:
             if c.lease_until is not None and _before_rounded_up(leases.get(c.command_id), now):
@@ -484,6 +488,15 @@ def claim_culprits(
         passed_over = [c for c in missing if instant(c.created_at) < newest]
         if passed_over and all(last_ops.get(c.command_id) == "release" for c in passed_over):
             return ("RELEASE-NOT-COMPLETE",)
+        expired = [c for c in passed_over if c.lease_until is not None]
+        unleased = sorted(instant(c.created_at) for c in free if c.lease_until is None)
+        if expired and sorted(instant(c.created_at) for c in result) == unleased[: len(result)]:
+            # Exactly the right answer had the ended leases still held: the store does not
+            # reclaim them, it does not misorder (a store that ignores expiry would
+            # otherwise fail CLAIM-ORDER beside CLAIM-EXPIRED-RECLAIM).
+            if all(_before_rounded_up(leases.get(c.command_id), now) for c in expired):
+                return (_lease_precision("CLAIM-EXPIRED-RECLAIM"),)
+            return ("CLAIM-EXPIRED-RECLAIM",)
     walls = sorted(_wall(c.created_at) for c in result)
     by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
     if walls == by_wall:
