@@ -24,7 +24,6 @@ wait is a generous bound that fails (never skips) the test.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import uuid
@@ -35,21 +34,11 @@ from typing import Any
 
 import pytest
 
+# Skips this module (or fails, under CHONGMING_REQUIRE_MARIADB) without PyMySQL.
+from mariadb_driver import mschema, mstore, pymysql
+
 from chongming_conformance import ConcurrencyConflict, StoreError, TaskQuery, TaskStatus
 from chongming_conformance.samples import at, command, snapshot
-
-try:
-    import pymysql
-
-    from reference_stores import mariadb as mstore
-    from reference_stores import mariadb_schema as mschema
-except ImportError as exc:  # the driver is an optional extra
-    if os.environ.get("CHONGMING_REQUIRE_MARIADB", "").strip() not in ("", "0"):
-        raise
-    pytest.skip(
-        f'PyMySQL is not installed ({exc}): pip install "chongming-conformance[mariadb]"',
-        allow_module_level=True,
-    )
 
 pytestmark = pytest.mark.mariadb
 

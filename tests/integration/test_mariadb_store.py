@@ -52,6 +52,9 @@ from typing import Any
 import pytest
 from counts_churn import churn_and_check, recount
 
+# Skips this module (or fails, under CHONGMING_REQUIRE_MARIADB) without PyMySQL.
+from mariadb_driver import mschema, mstore, pymysql
+
 from chongming_conformance import (
     ConcurrencyConflict,
     StoreError,
@@ -62,19 +65,6 @@ from chongming_conformance import (
 from chongming_conformance.alphabet import C0_CONTROLS
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.samples import at, command, snapshot, transition
-
-try:
-    import pymysql
-
-    from reference_stores import mariadb as mstore
-    from reference_stores import mariadb_schema as mschema
-except ImportError as exc:  # the driver is an optional extra
-    if os.environ.get("CHONGMING_REQUIRE_MARIADB", "").strip() not in ("", "0"):
-        raise
-    pytest.skip(
-        f'PyMySQL is not installed ({exc}): pip install "chongming-conformance[mariadb]"',
-        allow_module_level=True,
-    )
 
 pytestmark = pytest.mark.mariadb
 
