@@ -100,3 +100,41 @@ def test_a_wrong_default_is_a_protocol_mismatch_and_a_loose_signature_only_advic
         "save() accepts 'expect_version' positionally; the protocol makes it keyword-only "
         "(add * before it)"
     ]
+
+
+def test_signature_checks_are_remembered_per_class_not_per_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The seam opens a store per example: a class's 14 signatures are inspected once,
+    while a method replaced on one instance is still inspected on its own."""
+    from broken_stores import ClaimLimitDefaultThree
+
+    from chongming_conformance import factory
+
+    inspected: list[str] = []
+    real = factory._uncached_signature_problems
+
+    def counting(name: str, method: Any) -> list[str]:
+        inspected.append(name)
+        return real(name, method)
+
+    monkeypatch.setattr(factory, "_uncached_signature_problems", counting)
+    monkeypatch.setattr(factory, "_PROBLEMS_BY_FUNCTION", {})
+    assert factory.protocol_mismatches(InMemoryTaskStore()) == []
+    assert len(inspected) == 14
+    assert factory.protocol_mismatches(InMemoryTaskStore()) == []
+    assert len(inspected) == 14  # the second instance of the class: nothing re-inspected
+    # Another class with the same method names keeps its own answer.
+    assert factory.protocol_mismatches(ClaimLimitDefaultThree()) == [
+        "claim_commands() defaults 'limit' to 3; the protocol's default is 50"
+    ]
+    patched = InMemoryTaskStore()
+
+    def claim_commands(*, now: Any, lease_seconds: float, limit: int = 3) -> Any:
+        raise AssertionError("never called")
+
+    patched.claim_commands = claim_commands  # type: ignore[method-assign]
+    assert factory.protocol_mismatches(patched) == [
+        "claim_commands() defaults 'limit' to 3; the protocol's default is 50"
+    ]
+    assert factory.protocol_mismatches(InMemoryTaskStore()) == []
