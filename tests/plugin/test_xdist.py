@@ -4,8 +4,9 @@ Each reference store runs the packaged suite twice from a foreign directory,
 serially and with two workers, and the two JSON reports must agree on
 everything a verdict is made of: every clause's outcome, every test's outcome
 and node id, partial detection, the gate and the verdict. The JUnit XML of the
-distributed run must carry each suite test's clauses as properties, and the
-stress scenarios (which start their own processes) must all run on one worker.
+distributed run must carry each suite test's clauses as properties, the
+stress scenarios (which start their own processes) must all run on one worker,
+and the long work (stress group, state machine) must be what the workers start with.
 """
 
 from __future__ import annotations
@@ -108,6 +109,15 @@ def check_same_report(pytester: pytest.Pytester, spec: str, *extra: str) -> dict
         for entry in xdoc["clauses"] for t in entry["tests"]
     )
     assert len(stress_workers) == (1 if ran_stress else 0), stress_workers
+    # Long work first: each worker began with the stress group or the state machine
+    # (plugin/distribution.py), not with a millisecond check or a property check.
+    first: dict[str, str] = {}
+    for line in spread.stdout.lines:
+        if (m := _WORKER_LINE.match(line)):
+            first.setdefault(m.group(1), m.group(3))
+    assert first and all(
+        "test_stress.py::" in nodeid or "test_stateful.py::" in nodeid for nodeid in first.values()
+    ), first
     return xdoc
 
 

@@ -13,7 +13,12 @@ receives the workers' test reports. A serial run's report needs more than that
   one after the other, as in a serial run: xdist's default ``load`` mode (and
   ``loadgroup``) is given a scheduler that treats them as one group. (xdist's
   own ``xdist_group`` mark cannot be used: it renames node ids, and on pytest 9
-  the rename silently does nothing, so the group is lost.) ``loadscope`` and
+  the rename silently does nothing, so the group is lost.) The same scheduler
+  hands the long work out first (the stress group, the state machine, the
+  property checks; :func:`.itemdata.dispatch_rank`), and queues a short test,
+  never a long one, behind a worker's long test, so the workers finish together
+  instead of one running the state machine with a property check waiting behind
+  it while the other idles. ``loadscope`` and
   ``loadfile`` keep them together already (one class, one file); ``worksteal``
   and ``each`` are left as the user chose.
 
@@ -28,7 +33,7 @@ from typing import Any
 import pytest
 
 from .collection import SuiteCollection
-from .itemdata import STRESS_GROUP, is_stress_nodeid
+from .itemdata import SHORT_RANK, STRESS_GROUP, dispatch_rank, is_stress_nodeid
 
 __all__ = ["Distribution", "is_worker", "stress_together_scheduler"]
 
@@ -44,17 +49,41 @@ def is_worker(config: pytest.Config) -> bool:
 
 
 def stress_together_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's load scheduling with every stress scenario in one work unit."""
+    """xdist's load scheduling with every stress scenario in one work unit, long work first."""
     from xdist.scheduler import LoadGroupScheduling
 
     class StressTogetherScheduling(LoadGroupScheduling):  # type: ignore[misc]
-        """``loadgroup``, plus the packaged stress scenarios as one group."""
+        """``loadgroup``, plus the packaged stress scenarios as one group, long units first."""
+
+        ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
             if is_stress_nodeid(nodeid):
                 return STRESS_GROUP
             scope: str = super()._split_scope(nodeid)
             return scope
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The queue is complete when the first unit is handed out; sort it once by
+            # rank (stable: equal ranks keep collection order, the user's tests included).
+            if not self.ordered:
+                self.ordered = True
+                for scope in sorted(self.workqueue, key=dispatch_rank):
+                    self.workqueue.move_to_end(scope)
+            # A worker holds one unit queued behind the one it runs. Behind long work that
+            # unit is a short one, so a long unit is never stuck waiting on a busy worker
+            # while the other worker takes the short ones.
+            if self._busy_with_long_work(node):
+                short = next((s for s in self.workqueue if dispatch_rank(s) == SHORT_RANK), None)
+                if short is not None:
+                    self.workqueue.move_to_end(short, last=False)
+            super()._assign_work_unit(node)
+
+        def _busy_with_long_work(self, node: Any) -> bool:
+            return any(
+                dispatch_rank(scope) < SHORT_RANK and not all(unit.values())
+                for scope, unit in self.assigned_work.get(node, {}).items()
+            )
 
     return StressTogetherScheduling(config, log)
 
