@@ -636,8 +636,12 @@ def snapshot_lists(*, min_size: int = 0, max_size: int = 10) -> SearchStrategy[l
     defaults of :func:`queries`) so filters collide; minimal and full-field
     snapshots are mixed.
     """
+    # (snapshot, created_at's index into the pool, its offset, updated_at's step): updated_at
+    # on its own from the same pool, so its order among the tasks differs from created_at's,
+    # which a prune or query sorting by the wrong column shows. Drawn inside the element (not
+    # once more per task afterwards): a draw after the list made hypothesis's lists longer.
     shapes = st.lists(
-        st.tuples(_pooled_snapshot(), st.integers(0, 7), offsets()),
+        st.tuples(_pooled_snapshot(), st.integers(0, 7), offsets(), st.integers(0, 7)),
         min_size=min_size,
         max_size=max_size,
         unique_by=lambda shape: shape[0].task_id,
@@ -646,14 +650,11 @@ def snapshot_lists(*, min_size: int = 0, max_size: int = 10) -> SearchStrategy[l
     @st.composite
     def build(draw: st.DrawFn) -> list[TaskSnapshot]:
         pool = draw(instant_pools())
-        out = []
-        for snapshot, i, zone in draw(shapes):
-            # updated_at on its own from the same pool: its order among the tasks differs
-            # from created_at's, which a prune or query sorting by the wrong column shows.
-            j = draw(st.integers(0, 7), label="updated_at")
-            out.append(replace(snapshot, created_at=pool[i % len(pool)].astimezone(zone),
-                               updated_at=pool[(i + j) % len(pool)] + timedelta(seconds=j)))
-        return out
+        return [
+            replace(snapshot, created_at=pool[i % len(pool)].astimezone(zone),
+                    updated_at=pool[(i + j) % len(pool)] + timedelta(seconds=j))
+            for snapshot, i, zone, j in draw(shapes)
+        ]
 
     return build()
 
