@@ -81,7 +81,7 @@ def stress_together_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _busy_with_long_work(self, node: Any) -> bool:
             return any(
-                dispatch_rank(scope) < SHORT_RANK and not all(unit.values())
+                not all(unit.values()) and dispatch_rank(scope) < SHORT_RANK
                 for scope, unit in self.assigned_work.get(node, {}).items()
             )
 
