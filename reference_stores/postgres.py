@@ -22,6 +22,20 @@ What it guarantees, and why:
   ones, so the next call gets a fresh connection. A statement cut off before
   its COMMIT changed nothing; one cut off after it (reply lost) *did* commit
   and still raises StoreError -- the caller must treat StoreError as "unknown".
+* **No call waits for ever** (``call_timeout``, 30 s by default). A server that
+  stops answering without closing the socket -- a hung or paused server, a
+  link whose packets are dropped -- would otherwise block a call for good:
+  psycopg has no per-query client timeout, TCP keepalives and libpq's
+  ``tcp_user_timeout`` stay silent while the peer's kernel (or a userspace
+  proxy in between) still ACKs, and the server's ``statement_timeout`` never
+  fires for a request that never arrived. So one watchdog thread per store
+  shuts down the socket of any connection lent for longer than
+  ``call_timeout``: the blocked call fails at once with StoreError ("exceeded
+  its client-side timeout"), its outcome unknown, and the pool replaces the
+  connection. ``statement_timeout`` is set a little lower, so a statement
+  merely stuck on a lock is stopped by the server first, with a clean error
+  and a usable connection. Waiting for a pooled connection (``timeout``) and
+  making one (``connect_timeout``) are bounded too.
 * **Filters run in SQL, on indexes**: created_at, bucket, pipeline_run_id,
   status, tags (GIN, exact element match with ``tags ? %s`` -- never LIKE on
   the text), and a partial index over unfinished commands for the claim.
@@ -48,12 +62,18 @@ environment; copy them as the pattern for your own store's factory module.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import os
 import select
+import socket
+import threading
+import time
 import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -263,15 +283,130 @@ def _connect_problem(dsn: str) -> str:
         return mask_secrets(f"a direct connection fails: {exc}")
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
+@dataclass(eq=False)
+class _Lease:
+    """One connection lent to one call, and until when (``time.monotonic()``)."""
+
+    conn: psycopg.Connection[Any]
+    deadline: float
+    cut: bool = field(default=False)
+
+
+class _Watchdog:
+    """Ends a call that outlives ``limit`` seconds by shutting its connection's socket down.
+
+    One daemon thread per store, not a timer per call: calls take about a
+    millisecond, so lending a connection only records it (a lock and a dict
+    insert) and the thread looks, every ``limit / 10`` seconds (at most 1 s),
+    for a lease past its deadline. Leases are kept in lending order, so their
+    deadlines are in order and a look stops at the first one still running.
+
+    Shutting the socket down (``shutdown(SHUT_RDWR)`` on a duplicate of libpq's
+    descriptor, never ``close``, which would free the descriptor number under
+    libpq's feet) wakes the call blocked on it at once: libpq reads EOF,
+    psycopg raises OperationalError, the connection is BAD and the pool drops
+    it. A cut is made under the lock and only while the lease is out, so a
+    connection already given back is never touched. The lease remembers the
+    cut, which is how the call tells "timed out" from any other lost
+    connection. (POSIX: on Windows ``os.dup`` of a socket fails and nothing
+    is cut.)
+    """
+
+    def __init__(self, limit: float, name: str) -> None:
+        if not limit > 0:
+            raise StoreError(f"call_timeout must be > 0 seconds or None, got {limit!r}")
+        self.limit = limit
+        self._tick = min(1.0, max(0.02, limit / 10))
+        self._name = name
+        self._lock = threading.Lock()
+        self._lent: dict[int, _Lease] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def watch(self, conn: psycopg.Connection[Any]) -> Iterator[_Lease]:
+        with self._lock:
+            if self._thread is None and not self._stop.is_set():
+                # Lazily: a store that never calls costs no thread.
+                self._thread = threading.Thread(
+                    target=self._run, name=f"{self._name} watchdog", daemon=True
+                )
+                self._thread.start()
+            lease = _Lease(conn, time.monotonic() + self.limit)
+            self._lent[id(lease)] = lease
+        try:
+            yield lease
+        finally:
+            with self._lock:
+                del self._lent[id(lease)]
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._tick):
+            now = time.monotonic()
+            with self._lock:
+                for lease in self._lent.values():
+                    if lease.deadline > now:
+                        break
+                    if not lease.cut:
+                        lease.cut = True
+                        _shut_down(lease.conn)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+
+def _shut_down(conn: psycopg.Connection[Any]) -> None:
+    """Shut down the socket under ``conn`` without closing libpq's descriptor."""
+    try:
+        if conn.closed:
+            return
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+    except (OSError, psycopg.Error):
+        return
+    with sock, contextlib.suppress(OSError):  # closes the duplicate only
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _configure(
+    conn: psycopg.Connection[Any], *, statement_timeout_ms: int | None = None
+) -> None:
     # Results come back as UTC-aware datetimes whatever the server's default.
     conn.execute("SET TIME ZONE 'UTC'")
+    if statement_timeout_ms is not None:
+        # Below the client's call_timeout: a statement waiting on a lock is stopped
+        # by the server first (clean error, connection still usable). SET, not a
+        # DSN "options" parameter: poolers such as PgBouncer refuse that one.
+        conn.execute(f"SET statement_timeout = {int(statement_timeout_ms)}")
     if not conn.autocommit:
         conn.commit()
 
 
+def _guarded(
+    step: Callable[[psycopg.Connection[Any]], None], watchdog: _Watchdog | None
+) -> Callable[[psycopg.Connection[Any]], None]:
+    """``step`` under the watchdog: a pool's check or configure is a round trip too."""
+    if watchdog is None:
+        return step
+
+    def run(conn: psycopg.Connection[Any]) -> None:
+        with watchdog.watch(conn):
+            step(conn)
+
+    return run
+
+
 def open_pool(
-    dsn: str, *, name: str, min_size: int = 1, max_size: int = 4, timeout: float = 15.0
+    dsn: str,
+    *,
+    name: str,
+    min_size: int = 1,
+    max_size: int = 4,
+    timeout: float = 15.0,
+    watchdog: _Watchdog | None = None,
 ) -> ConnectionPool[Any]:
     """An open pool of UTC, autocommit connections, each checked before it is lent.
 
@@ -282,22 +417,39 @@ def open_pool(
     refuses, a wrong password fail at once with libpq's reason (masked), where a
     pool would retry in the background for ``timeout`` seconds, logging every
     attempt, and then say only that it timed out.
+
+    Every wait is bounded: a caller waits at most ``timeout`` for a connection,
+    and making one gives up after ``connect_timeout`` -- the DSN's, else
+    ``timeout`` or the watchdog's limit, whichever is shorter (psycopg's own
+    default is 130 s, and the pool makes connections on one worker thread, so
+    one connect stuck on a dead link would stall every replacement that long).
+    With a ``watchdog`` (the store's call_timeout), the session set-up and the
+    borrow-time check run under it too, and the sessions get
+    ``statement_timeout`` at 90% of its limit.
     """
     try:
-        conninfo_to_dict(dsn)
+        params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
         raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
+    limit = timeout if watchdog is None else min(timeout, watchdog.limit)
+    connect_timeout = max(2, math.ceil(limit))  # libpq counts whole seconds, at least 2
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if params.get("connect_timeout") is None:
+        kwargs["connect_timeout"] = connect_timeout
     try:
-        psycopg.connect(dsn, connect_timeout=max(1, round(timeout))).close()
+        psycopg.connect(dsn, **kwargs).close()
     except psycopg.Error as exc:
         raise StoreError(mask_secrets(f"cannot connect to PostgreSQL: {exc}")) from exc
+    statement_timeout_ms = None if watchdog is None else int(watchdog.limit * 900)
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
         min_size=min_size,
         max_size=max_size,
-        kwargs={"autocommit": True},
-        configure=_configure,
-        check=_check_connection,
+        kwargs=kwargs,
+        configure=_guarded(
+            functools.partial(_configure, statement_timeout_ms=statement_timeout_ms), watchdog
+        ),
+        check=_guarded(_check_connection, watchdog),
         timeout=timeout,
         name=name,
         num_workers=1,
@@ -320,6 +472,13 @@ class PostgresTaskStore:
     ``psycopg_pool.ConnectionPool`` you own (the store borrows it and, unless
     ``close_pool=True``, leaves it open on close()). The schema must have been
     installed with :func:`install_schema`; opening checks its version.
+
+    ``call_timeout`` bounds each call once it holds a connection (module
+    docstring); ``None`` turns the watchdog off. On a pool you pass in, the
+    watchdog still guards the calls, but the pool's own set-up and check, and
+    ``statement_timeout``, are whatever that pool was built with (build it with
+    :func:`open_pool` and no watchdog, or your own). ``timeout`` bounds the wait
+    for a pooled connection.
     """
 
     def __init__(
@@ -331,9 +490,13 @@ class PostgresTaskStore:
         max_size: int = 4,
         timeout: float = 15.0,
         close_pool: bool | None = None,
+        call_timeout: float | None = 30.0,
     ) -> None:
         self._schema = validate_schema_name(schema)
         self._closed = False
+        self._watchdog = (
+            None if call_timeout is None else _Watchdog(call_timeout, f"chongming:{schema}")
+        )
         if isinstance(dsn_or_pool, ConnectionPool):
             self._pool: ConnectionPool[Any] = dsn_or_pool
             self._owns_pool = bool(close_pool)
@@ -344,6 +507,7 @@ class PostgresTaskStore:
                 min_size=min_size,
                 max_size=max_size,
                 timeout=timeout,
+                watchdog=self._watchdog,
             )
             self._owns_pool = True if close_pool is None else close_pool
         self._build_statements()
@@ -354,9 +518,24 @@ class PostgresTaskStore:
             raise
 
     @classmethod
-    def open(cls, dsn: str, *, schema: str, max_size: int = 2) -> PostgresTaskStore:
+    def open(
+        cls,
+        dsn: str,
+        *,
+        schema: str,
+        max_size: int = 2,
+        call_timeout: float | None = 30.0,
+        timeout: float = 15.0,
+    ) -> PostgresTaskStore:
         """An independent store with its own small pool (the shared-store opener)."""
-        return cls(dsn, schema=schema, min_size=1, max_size=max_size)
+        return cls(
+            dsn,
+            schema=schema,
+            min_size=1,
+            max_size=max_size,
+            timeout=timeout,
+            call_timeout=call_timeout,
+        )
 
     # -- plumbing -------------------------------------------------------------------------
     def _build_statements(self) -> None:
@@ -433,18 +612,36 @@ class PostgresTaskStore:
     def _connection(self, operation: str) -> Iterator[psycopg.Connection[Any]]:
         """Lend a pooled connection; every driver error becomes StoreError.
 
-        The pool's context commits on success and rolls back on error, and
-        discards a connection that is no longer usable, which is how the
-        store heals after a killed backend.
+        The connection's context commits on success and rolls back on error;
+        giving it back discards it if it is no longer usable, which is how the
+        store heals after a killed backend or a call the watchdog cut. The
+        watchdog's lease covers the whole use, that final commit or rollback
+        included.
         """
         if self._closed:
             raise StoreError(f"{operation}() on a closed PostgresTaskStore")
+        lease: _Lease | None = None
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            conn = self._pool.getconn()
+            try:
+                if self._watchdog is None:
+                    with conn:
+                        yield conn
+                else:
+                    with self._watchdog.watch(conn) as lease, conn:
+                        yield conn
+            finally:
+                self._pool.putconn(conn)
         except psycopg.Error as exc:
             if self._closed:
                 raise StoreError(f"{operation}() on a closed PostgresTaskStore") from exc
+            if lease is not None and lease.cut and self._watchdog is not None:
+                raise StoreError(
+                    f"{operation}() exceeded its client-side timeout of "
+                    f"{self._watchdog.limit:g} s (call_timeout): "
+                    "PostgreSQL did not answer in time, so the connection was cut; "
+                    "whether the call took effect is unknown"
+                ) from exc
             raise _failure(f"{operation}()", exc) from exc
 
     def _fetch(self, operation: str, statement: sql.Composed, params: Any = None) -> list[DictRow]:
@@ -591,6 +788,8 @@ class PostgresTaskStore:
         if self._closed:
             return
         self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.stop()
         if self._owns_pool:
             self._pool.close()
 
