@@ -80,7 +80,7 @@ from typing import Any
 try:
     import psycopg
     from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import DictRow, dict_row
     from psycopg.types.json import Jsonb
     from psycopg_pool import ConnectionPool
@@ -129,6 +129,7 @@ from .postgres_schema import (
 __all__ = [
     "DSN_ENV",
     "MAX_SCHEMA_BYTES",
+    "NETWORK_CALL_TIMEOUT",
     "SCHEMA_VERSION",
     "PostgresTaskStore",
     "claim_statement",
@@ -139,11 +140,14 @@ __all__ = [
     "open_pool",
     "query_statement",
     "reset_store",
+    "routed_dsn",
     "validate_schema_name",
 ]
 
 #: Environment variable holding the DSN used by make_store()/make_shared_store().
 DSN_ENV = "CHONGMING_TEST_POSTGRES"
+#: call_timeout of the worker stores make_shared_store(network=...) opens (see there).
+NETWORK_CALL_TIMEOUT = 5.0
 _TASK_DT = ("created_at", "updated_at", "started_at", "finished_at", "heartbeat_at", "lease_until")
 _COMMAND_DT = ("created_at", "lease_until", "finished_at")
 
@@ -842,12 +846,74 @@ def reset_store(store: PostgresTaskStore) -> None:
             conn.execute(sql.SQL("DELETE FROM {}").format(_ident(store._schema, table)))
 
 
-def make_shared_store() -> Generator[Callable[[], PostgresTaskStore], None, None]:
-    """A fresh schema, and a picklable opener other processes use to reach it."""
+def routed_dsn(dsn: str, network: Any) -> str:
+    """``dsn`` with its server address replaced by ``network.route(host, port)``.
+
+    The address is the DSN's ``hostaddr`` or ``host`` (else ``PGHOSTADDR`` or
+    ``PGHOST``, as libpq reads them) and its ``port`` (else ``PGPORT``, else
+    5432). A fault proxy can only sit on a TCP link, so a DSN that reaches the
+    server through a Unix socket (no host, or a host that is a directory) or
+    names several hosts is refused rather than silently left direct. The result
+    names the routed host and port only (no ``hostaddr``); note that TLS with
+    ``sslmode=verify-full`` then checks the routed host's name.
+    """
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
+    host = str(
+        params.get("hostaddr") or params.get("host")
+        or os.environ.get("PGHOSTADDR") or os.environ.get("PGHOST") or ""
+    )
+    port = str(params.get("port") or os.environ.get("PGPORT") or "5432")
+    if not host or host.startswith(("/", "@")) or "," in host or "," in port:
+        raise StoreError(
+            "the network seam needs a single TCP host in the PostgreSQL DSN (host=... or "
+            f"hostaddr=...), got {host or 'none (a Unix socket)'!r}: a fault proxy can only "
+            "sit on a TCP link"
+        )
+    try:
+        port_number = int(port)
+    except ValueError as exc:
+        raise StoreError(f"invalid port {port!r} in the PostgreSQL DSN") from exc
+    routed_host, routed_port = network.route(host, port_number)
+    params.pop("hostaddr", None)
+    params["host"] = str(routed_host)
+    params["port"] = str(int(routed_port))
+    return make_conninfo("", **params)
+
+
+def make_shared_store(
+    network: Any = None,
+) -> Generator[Callable[[], PostgresTaskStore], None, None]:
+    """A fresh schema, and a picklable opener other processes use to reach it.
+
+    ``network`` is the kit's fault-injection seam: an object whose
+    ``route(host, port)`` returns the address of a fault proxy in front of
+    (host, port). It is called here, in the parent process, and the opener's
+    stores -- the workers -- connect to the routed address, so the kit can reset,
+    blackhole or slow their links. Installing and dropping the schema use the
+    direct address: a fault must never hit the set-up or the teardown. Without
+    ``network`` nothing is routed.
+    """
     dsn = _dsn_from_env()
+    opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     schema = _fresh_schema_name()
     install_schema(dsn, schema)
     try:
-        yield functools.partial(PostgresTaskStore.open, dsn, schema=schema)
+        if opener_dsn is None:
+            yield functools.partial(PostgresTaskStore.open, dsn, schema=schema)
+        else:
+            # Short bounds for the workers behind the fault proxy: the kit's no-hang
+            # bound is 20 s, and a call may first wait for a connection (timeout) and
+            # then run (call_timeout). This factory is the test wiring; a production
+            # deployment picks its own call_timeout (the store's default is 30 s).
+            yield functools.partial(
+                PostgresTaskStore.open,
+                opener_dsn,
+                schema=schema,
+                call_timeout=NETWORK_CALL_TIMEOUT,
+                timeout=NETWORK_CALL_TIMEOUT,
+            )
     finally:
         drop_schema(dsn, schema)
