@@ -78,6 +78,19 @@ docs/mariadb.md has the measurements):
   connection the server dropped while idle (``KILL``, ``wait_timeout``, a
   restart) is noticed before it is lent -- its socket is readable -- and
   replaced; one that fails during a call is discarded.
+* **No call waits for ever** (``call_timeout``, 30 s by default). A server
+  that stops answering without closing the socket (hung, paused, or behind a
+  link that drops packets) would otherwise block a call for good: keepalives
+  stay silent while the peer's kernel still ACKs, and no server-side limit
+  fires for a request that never arrived. Every socket read and write of the
+  store's connections -- the handshake's too -- waits at most ``call_timeout``
+  (PyMySQL's ``read_timeout`` and ``write_timeout``), and a TCP connect at
+  most that or the DSN's ``connect_timeout``, whichever is shorter. A timed-out
+  call raises StoreError ("exceeded its client-side timeout"), its outcome
+  unknown, and its connection is discarded, so the next call connects afresh.
+  ``innodb_lock_wait_timeout`` is set a little lower, so a statement merely
+  waiting for a row lock is stopped by the server first (error 1205, the
+  connection still usable).
 * **close()** closes this instance's connections (each instance owns its small
   pool, so closing one never touches another's), is idempotent, and every
   later call raises StoreError.
@@ -100,6 +113,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -267,9 +281,23 @@ class _Pool:
     parent's sockets.
     """
 
-    def __init__(self, params: ConnectParams, database: str, max_size: int, timeout: float) -> None:
+    def __init__(
+        self,
+        params: ConnectParams,
+        database: str,
+        max_size: int,
+        timeout: float,
+        call_timeout: float | None = None,
+    ) -> None:
         self._params = params
         self._database = database
+        self._io_timeout = call_timeout
+        self._session: tuple[str, ...] = _SESSION
+        if call_timeout is not None:
+            # Below the client's limit (whole seconds, at least 1): a statement
+            # waiting for a row lock is stopped by the server first, with 1205.
+            lock_wait = max(1, int(call_timeout * 0.9))
+            self._session = (*_SESSION, f"SET SESSION innodb_lock_wait_timeout = {lock_wait}")
         self._max_size = max(1, max_size)
         self._timeout = timeout
         self._idle: list[Any] = []
@@ -279,10 +307,10 @@ class _Pool:
         self._pid = os.getpid()
 
     def _connect(self) -> Any:
-        conn = self._params.connect(database=self._database)
+        conn = self._params.connect(database=self._database, io_timeout=self._io_timeout)
         try:
             with conn.cursor() as cur:
-                for statement in _SESSION:
+                for statement in self._session:
                     cur.execute(statement)
         except BaseException:
             _close_quietly(conn)
@@ -431,6 +459,8 @@ class MariaDBTaskStore:
     overrides the DSN's database. The instance owns a small pool of up to
     ``max_size`` connections (one per concurrent calling thread), opened lazily.
     Opening checks the schema version, which also proves the DSN works.
+    ``timeout`` bounds the wait for a free connection; ``call_timeout`` each
+    wait for the server (module docstring), ``None`` for no limit.
     """
 
     def __init__(
@@ -440,18 +470,24 @@ class MariaDBTaskStore:
         database: str | None = None,
         max_size: int = 4,
         timeout: float = 30.0,
+        call_timeout: float | None = 30.0,
     ) -> None:
         self._closed = True  # until the pool exists: close() and __del__ stay safe
         self._retries = 0
         self._retries_lock = threading.Lock()
+        if call_timeout is not None and not call_timeout > 0:
+            raise StoreError(f"call_timeout must be > 0 seconds or None, got {call_timeout!r}")
+        self._call_timeout = call_timeout
         params = parse_dsn(dsn)
+        if call_timeout is not None:
+            params = replace(params, connect_timeout=min(params.connect_timeout, call_timeout))
         name = database if database is not None else params.database
         if name is None:
             raise StoreError(mask_secrets(
                 f"no database: name one in the DSN ({dsn!r}) or pass database="
             ))
         self._database = validate_database_name(name)
-        self._pool = _Pool(params, self._database, max_size, timeout)
+        self._pool = _Pool(params, self._database, max_size, timeout, call_timeout)
         self._closed = False
         self._build_statements()
         try:
@@ -461,9 +497,19 @@ class MariaDBTaskStore:
             raise
 
     @classmethod
-    def open(cls, dsn: str, *, database: str, max_size: int = 2) -> MariaDBTaskStore:
+    def open(
+        cls,
+        dsn: str,
+        *,
+        database: str,
+        max_size: int = 2,
+        call_timeout: float | None = 30.0,
+        timeout: float = 30.0,
+    ) -> MariaDBTaskStore:
         """An independent store with its own connections (the shared-store opener)."""
-        return cls(dsn, database=database, max_size=max_size)
+        return cls(
+            dsn, database=database, max_size=max_size, timeout=timeout, call_timeout=call_timeout
+        )
 
     @property
     def database(self) -> str:
@@ -605,6 +651,8 @@ class MariaDBTaskStore:
             try:
                 conn = self._pool.acquire()
             except pymysql.Error as exc:
+                if _timed_out(exc):
+                    raise self._timeout_error(f"{operation}(): connecting to MariaDB") from exc
                 raise failure(f"{operation}(): connecting to MariaDB", exc) from exc
             except StoreError as exc:
                 if self._closed:
@@ -627,6 +675,8 @@ class MariaDBTaskStore:
                         self._retries += 1
                     time.sleep(random.uniform(0.001, 0.005) * attempt)
                     continue
+                if _timed_out(exc):
+                    raise self._timeout_error(f"{operation}()") from exc
                 raise failure(f"{operation}()", exc) from exc
             except UnicodeEncodeError as exc:
                 # PyMySQL encodes the statement before sending it: a lone surrogate
@@ -639,6 +689,13 @@ class MariaDBTaskStore:
             finally:
                 self._pool.release(conn, broken=broken)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _timeout_error(self, doing: str) -> StoreError:
+        return StoreError(
+            f"{doing} exceeded its client-side timeout of {self._call_timeout:g} s "
+            "(call_timeout): MariaDB did not answer in time, so the connection was "
+            "dropped; whether the call took effect is unknown"
+        )
 
     # -- task snapshots ---------------------------------------------------------------------
     def create(self, snapshot: TaskSnapshot) -> None:
@@ -932,6 +989,15 @@ def _rolled_back(conn: Any, transaction: bool) -> bool:
     except pymysql.Error:
         return False
     return True
+
+
+def _timed_out(exc: pymysql.Error) -> bool:
+    """Whether PyMySQL gave up on a socket read or write (read_timeout / write_timeout).
+
+    PyMySQL raises its "Lost connection" / "gone away" error inside the handler
+    of the socket's TimeoutError, so that is the error's context.
+    """
+    return isinstance(exc.__cause__ or exc.__context__, TimeoutError)
 
 
 def _is_duplicate(exc: StoreError) -> bool:

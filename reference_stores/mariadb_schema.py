@@ -122,7 +122,13 @@ class ConnectParams:
     unix_socket: str | None = None
     connect_timeout: float = 10.0
 
-    def connect(self, *, database: str | None = None, autocommit: bool = True) -> Any:
+    def connect(
+        self,
+        *,
+        database: str | None = None,
+        autocommit: bool = True,
+        io_timeout: float | None = None,
+    ) -> Any:
         """A new PyMySQL connection: utf8mb4, autocommit, matched-row counts.
 
         * ``charset="utf8mb4"``: the connection's ``utf8`` would be utf8mb3, which
@@ -134,6 +140,10 @@ class ConnectParams:
           and PyMySQL defaults to autocommit off, so a connection that only reads
           would sit in one snapshot and never see another process's writes;
           multi-statement calls say BEGIN ... COMMIT themselves.
+        * ``io_timeout``: PyMySQL's ``read_timeout`` and ``write_timeout``, the
+          longest one socket read or write may wait (the handshake's included);
+          None waits for ever (PyMySQL's default). The store passes its
+          ``call_timeout``.
         """
         return pymysql.connect(
             host=self.host,
@@ -146,6 +156,8 @@ class ConnectParams:
             charset="utf8mb4",
             client_flag=CLIENT.FOUND_ROWS,
             autocommit=autocommit,
+            read_timeout=io_timeout,
+            write_timeout=io_timeout,
         )
 
 
