@@ -116,6 +116,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 try:
     import pymysql
@@ -169,6 +170,7 @@ from .mariadb_schema import (
 __all__ = [
     "DSN_ENV",
     "MAX_ATTEMPTS",
+    "NETWORK_CALL_TIMEOUT",
     "SCHEMA_VERSION",
     "MariaDBTaskStore",
     "claim_statement",
@@ -179,10 +181,13 @@ __all__ = [
     "make_store",
     "query_statement",
     "reset_store",
+    "routed_dsn",
 ]
 
 #: Environment variable holding the DSN used by make_store()/make_shared_store().
 DSN_ENV = "CHONGMING_TEST_MARIADB"
+#: call_timeout of the worker stores make_shared_store(network=...) opens (see there).
+NETWORK_CALL_TIMEOUT = 5.0
 #: How many times a call runs when InnoDB picks it as a deadlock victim.
 MAX_ATTEMPTS = 8
 
@@ -1037,13 +1042,61 @@ def make_store() -> Generator[MariaDBTaskStore, None, None]:
         drop_schema(dsn, database)
 
 
-def make_shared_store() -> Generator[Callable[[], MariaDBTaskStore], None, None]:
-    """A fresh database, and a picklable opener other processes use to reach it."""
+def routed_dsn(dsn: str, network: Any) -> str:
+    """``dsn`` with its server address replaced by ``network.route(host, port)``.
+
+    The address is the one ``parse_dsn`` reads (host 127.0.0.1 and port 3306
+    when the DSN leaves them out); everything else of the DSN -- user, password,
+    database, ``connect_timeout`` -- is kept as written. A DSN that names a
+    ``unix_socket`` is refused: a fault proxy can only sit on a TCP link.
+    """
+    params = parse_dsn(dsn)
+    if params.unix_socket is not None:
+        raise StoreError(
+            "the network seam needs a TCP host in the MariaDB DSN, not unix_socket=: "
+            "a fault proxy can only sit on a TCP link"
+        )
+    host, port = network.route(params.host, params.port)
+    host = str(host)
+    parts = urlsplit(dsn.strip())
+    userinfo = parts.netloc.rpartition("@")[0]  # still percent-encoded, as written
+    address = f"[{host}]" if ":" in host else host  # an IPv6 literal
+    netloc = f"{userinfo}@{address}:{int(port)}" if userinfo else f"{address}:{int(port)}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def make_shared_store(
+    network: Any = None,
+) -> Generator[Callable[[], MariaDBTaskStore], None, None]:
+    """A fresh database, and a picklable opener other processes use to reach it.
+
+    ``network`` is the kit's fault-injection seam: an object whose
+    ``route(host, port)`` returns the address of a fault proxy in front of
+    (host, port). It is called here, in the parent process, and the opener's
+    stores -- the workers -- connect to the routed address, so the kit can reset,
+    blackhole or slow their links. Installing and dropping the database use the
+    direct address: a fault must never hit the set-up or the teardown. Without
+    ``network`` nothing is routed.
+    """
     dsn = _dsn_from_env()
+    opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     database = _fresh_database_name()
     install_schema(dsn, database)
     try:
-        yield functools.partial(MariaDBTaskStore.open, dsn, database=database)
+        if opener_dsn is None:
+            yield functools.partial(MariaDBTaskStore.open, dsn, database=database)
+        else:
+            # Short bounds for the workers behind the fault proxy: the kit's no-hang
+            # bound is 20 s, and a call may first wait for a connection (timeout) and
+            # then for the server (call_timeout). This factory is the test wiring; a
+            # production deployment picks its own call_timeout (the default is 30 s).
+            yield functools.partial(
+                MariaDBTaskStore.open,
+                opener_dsn,
+                database=database,
+                call_timeout=NETWORK_CALL_TIMEOUT,
+                timeout=NETWORK_CALL_TIMEOUT,
+            )
     finally:
         drop_schema(dsn, database)
 
