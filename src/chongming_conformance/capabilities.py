@@ -44,8 +44,15 @@ __all__ = [
 #: Name of the attribute a factory or its module uses to declare capabilities.
 ATTRIBUTE = "CHONGMING_CAPABILITIES"
 
-#: Capability name -> the clause scope that needs it.
-CAPABILITIES: Mapping[str, Scope] = MappingProxyType({"cross_process": Scope.CROSS_PROCESS})
+#: Capability name -> what needs it: a clause scope (every clause of it), or the ids of the
+#: clauses that need it. ``network``: the store talks to a server over TCP, so network faults
+#: (resets, blackholes) can reach it; a store on a local file or in memory declares it
+#: unsupported and its network fault clauses are UNSUPPORTED (the pauses still judge
+#: XP-FAULT-SAFETY).
+CAPABILITIES: Mapping[str, Scope | frozenset[str]] = MappingProxyType({
+    "cross_process": Scope.CROSS_PROCESS,
+    "network": frozenset({"XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"}),
+})
 
 _SECTIONS = ("unsupported", "deviations")
 
@@ -66,9 +73,9 @@ class Capabilities:
         """Clause ID -> reason, for every clause needing an unsupported capability."""
         out: dict[str, str] = {}
         for name, reason in self.unsupported.items():
-            scope = CAPABILITIES[name]
+            needs = CAPABILITIES[name]
             for clause in CLAUSES.values():
-                if clause.scope is scope:
+                if clause.scope is needs if isinstance(needs, Scope) else clause.id in needs:
                     out[clause.id] = f"{name} unsupported: {reason}"
         return out
 

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 __all__ = [
     "CATALOGUE_VERSION",
     "CLAUSES",
+    "FAULT_MODES_NEEDED",
     "GUIDE",
     "GUIDE_SECTIONS",
     "Clause",
@@ -46,10 +47,11 @@ __all__ = [
     "Scope",
     "checks",
     "clauses_of",
+    "unrequested_fault_clauses",
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.3"
+CATALOGUE_VERSION = "1.4"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -381,6 +383,18 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "its interval so that, run in that order on the sequential model, every call gives "
      "the answer the store gave (a claim skipping only rows a concurrent call may hold "
      "locked), and no call raises what the guide does not allow there."),
+    # -- under faults (the nemesis of --chongming-faults; docs/faults.md) --------------------
+    ("XP-FAULT-SAFETY", _M, "§8 §3 §6", _X,
+     "Under injected faults (connections reset, blackholed, slowed or cut mid-reply, worker "
+     "processes paused and killed) the recorded history is still linearizable with every "
+     "call that raised taken as an unknown effect: no acknowledged write is lost, a call "
+     "that answered 'no effect' (ConcurrencyConflict) had none, no command is held twice."),
+    ("XP-FAULT-RECOVERY", _M, "§8 §6", _X,
+     "After the network heals, every worker's calls succeed again within the recovery "
+     "bound: the store replaces a broken connection instead of keeping it."),
+    ("XP-FAULT-NO-HANG", _S, "§8 §6", _X,
+     "A call made while the server does not answer (a blackholed connection) ends -- "
+     "returns or raises StoreError -- within the no-hang bound instead of waiting for ever."),
 )
 
 CLAUSES: dict[str, Clause] = {
@@ -428,6 +442,10 @@ PREREQUISITES: dict[str, frozenset[str]] = {
             "COMPLETE-NEVER-RECLAIMED APPEND-IDEMPOTENT TOUCH-NO-VERSION "
             "COUNTS-PER-STATUS XP-SHARED-VISIBILITY"
         ),
+        # The fault run is the mixed workload with a nemesis: a store that already fails
+        # it without faults fails it with them too, for that reason.
+        "XP-FAULT-SAFETY": "XP-MIXED-WORKLOAD",
+        "XP-FAULT-RECOVERY": "XP-MIXED-WORKLOAD",
     }.items()
 }
 
@@ -461,6 +479,29 @@ assert all(
     CLAUSES[need].level is Level.MUST
     for cid, needs in PREREQUISITES.items() if CLAUSES[cid].level is Level.MUST for need in needs
 ), "a MUST clause relies on a SHOULD in PREREQUISITES"
+
+#: Clauses only a fault run judges, and the least ``--chongming-faults`` mode that judges
+#: each (none < pause < network): asked for less, they are NOT VERIFIED and left out of
+#: the gate -- a run that injected no fault proves nothing about them, and every other
+#: clause's verdict stands without them (docs/faults.md).
+FAULT_MODES_NEEDED: dict[str, str] = {
+    "XP-FAULT-SAFETY": "pause",
+    "XP-FAULT-RECOVERY": "network",
+    "XP-FAULT-NO-HANG": "network",
+}
+_FAULT_ORDER = ("none", "pause", "network")
+
+
+def unrequested_fault_clauses(mode: str) -> dict[str, str]:
+    """Clause id -> why it is left out of the gate, for the fault clauses ``mode`` (a
+    ``--chongming-faults`` value) does not judge."""
+    have = _FAULT_ORDER.index(mode) if mode in _FAULT_ORDER else 0
+    return {
+        cid: f"left out of the gate: {need} faults not requested "
+             f"(--chongming-faults={mode}; run with --chongming-faults={need} to judge it)"
+        for cid, need in FAULT_MODES_NEEDED.items() if _FAULT_ORDER.index(need) > have
+    }
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 

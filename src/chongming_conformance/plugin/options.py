@@ -118,6 +118,23 @@ def add_options(parser: pytest.Parser) -> None:
         "terminated and the scenario fails.",
     )
     group.addoption(
+        "--chongming-faults",
+        choices=("none", "pause", "network"),
+        default=None,
+        help="Run the fault workload (the mixed workload under a nemesis, docs/faults.md): "
+        "'pause' stops worker processes mid-call; 'network' also resets, blackholes, slows and "
+        "cuts the store's connections through the kit's proxy (make_shared_store(network=...)). "
+        "Default none: the XP-FAULT-* clauses are left out of the gate.",
+    )
+    group.addoption(
+        "--chongming-seed",
+        metavar="N",
+        type=int,
+        default=None,
+        help="Seed of the stress schedules and the fault schedule (default 0: the gate's "
+        "reproducible run). A failure prints the seed that replays it.",
+    )
+    group.addoption(
         "--chongming-scope",
         choices=("all", "single"),
         default="all",
@@ -267,12 +284,17 @@ def _stress_profile(config: pytest.Config) -> Any:
             ("processes", config.getoption("chongming_stress_processes")),
             ("rounds", config.getoption("chongming_stress_rounds")),
             ("deadline", config.getoption("chongming_stress_deadline")),
+            ("seed", config.getoption("chongming_seed")),
         )
         if value is not None
     }
+    faults = config.getoption("chongming_faults")
     try:
         profile = get_profile(name)
-        return replace(profile, name=f"{profile.name}*", **overrides) if overrides else profile
+        if overrides:
+            profile = replace(profile, name=f"{profile.name}*", **overrides)
+        # The fault mode is not a change of the profile's strength: it keeps its name.
+        return replace(profile, faults=faults) if faults else profile
     except ValueError as exc:
         raise pytest.UsageError(f"--chongming-stress: {exc}.") from None
 

@@ -130,8 +130,10 @@ class ConformanceRun:
             records = dataclasses.replace(
                 records, narrowed=(*records.narrowed, INTERRUPTED_REASON)
             )
+        faults = getattr(kit.stress_profile, "faults", "none") if shared else "none"
         self.assessment = assessment = assess(
-            records, kit.capabilities, shared_available=shared, gate=options.gate
+            records, kit.capabilities, shared_available=shared, gate=options.gate,
+            faults=faults,
         )
         # With a gate the exit status is the gate's (a SHOULD failure does not fail a must
         # gate); without one it stays pytest's. Decided in report.outcomes, with the verdict.

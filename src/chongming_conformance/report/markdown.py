@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER
-from .terminal import failing_test_names
+from .terminal import failing_test_names, left_out_line
 
 __all__ = ["render_markdown"]
 
@@ -51,6 +51,9 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     ]
     for lvl, counts in doc["summary"].items():
         lines.append(f"| {lvl} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + " |")
+    left_out = left_out_line(doc)
+    if left_out:
+        lines += ["", left_out[0].upper() + left_out[1:] + "."]
     lines += [
         "",
         "| Clause | Level | Guide | Outcome | Failing tests / note |",

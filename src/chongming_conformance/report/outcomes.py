@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..capabilities import Capabilities
-from ..clauses import CLAUSES, PREREQUISITES, Clause, Level, Scope
+from ..clauses import CLAUSES, PREREQUISITES, Clause, Level, Scope, unrequested_fault_clauses
 from .records import (
     DEVIATION,
     FAIL,
@@ -192,13 +192,26 @@ def _evaluate_one(
     return ClauseResult(clause, PASS, None, tests)
 
 
+def _left_out(result: ClauseResult, reason: str) -> ClauseResult:
+    """A clause this run does not gate (a fault clause whose faults were not requested): a
+    FAIL stays FAIL (evidence is evidence), anything else is NOT VERIFIED -- never PASS for
+    what the run did not inject."""
+    if result.outcome in (FAIL, UNSUPPORTED):
+        return ClauseResult(result.clause, result.outcome, result.note, result.tests,
+                            excluded=reason)
+    return ClauseResult(result.clause, NOT_VERIFIED, reason, result.tests, excluded=reason)
+
+
 def evaluate(
     clause_tests: Mapping[str, Sequence[TestResult]],
     capabilities: Capabilities,
     *,
     shared_available: bool,
+    faults: str = "none",
 ) -> list[ClauseResult]:
-    """One result per catalogue clause, in catalogue order."""
+    """One result per catalogue clause, in catalogue order. ``faults``: the run's
+    ``--chongming-faults`` mode; the fault clauses it does not judge are left out of the
+    gate (``clauses.unrequested_fault_clauses``)."""
     unsupported = capabilities.unsupported_clauses()
     # Every test is listed under each clause it declares: invert that once.
     declared: dict[str, set[str]] = {}
@@ -216,6 +229,9 @@ def evaluate(
         )
         for cid, clause in CLAUSES.items()
     ]
+    left_out = unrequested_fault_clauses(faults)
+    results = [_left_out(r, left_out[r.clause.id]) if r.clause.id in left_out else r
+               for r in results]
     return _knock_ons_across_processes(results)
 
 
@@ -233,6 +249,7 @@ def _knock_ons_across_processes(results: list[ClauseResult]) -> list[ClauseResul
                 f"not proven: {_names(r.failing_tests)} failed, but {', '.join(broken)} "
                 "already FAIL, and the scenario relies on them (a knock-on); fix that first",
                 r.tests,
+                excluded=r.excluded,
             )
         out.append(r)
     return out
@@ -373,6 +390,7 @@ def assess(
     *,
     shared_available: bool,
     gate: str | None = None,
+    faults: str = "none",
 ) -> Assessment:
     """Clause outcomes, partial reasons, gate and verdict for one run of the suite."""
     by_clause: dict[str, list[TestResult]] = {}
@@ -383,7 +401,8 @@ def assess(
             unmapped.append(test)
         for cid in cids:
             by_clause.setdefault(cid, []).append(test)
-    results = evaluate(by_clause, capabilities, shared_available=shared_available)
+    results = evaluate(by_clause, capabilities, shared_available=shared_available,
+                       faults=faults)
     reasons = partial_reasons(records)
     must = {r.clause.id for r in results if r.gated and r.clause.level is Level.MUST}
     failed_tests = sum(

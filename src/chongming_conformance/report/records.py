@@ -98,11 +98,15 @@ class ClauseResult:
     outcome: str
     note: str | None = None
     tests: list[TestResult] = field(default_factory=list)
+    #: Why the gate does not look at it in this run (a fault clause when faults were not
+    #: requested); None: the gate looks at it unless it is a review clause.
+    excluded: str | None = None
 
     @property
     def gated(self) -> bool:
-        """Whether ``--chongming-gate`` looks at this clause (review clauses never)."""
-        return self.clause.scope is not Scope.REVIEW
+        """Whether ``--chongming-gate`` looks at this clause (review clauses never, nor a
+        clause this run left out)."""
+        return self.clause.scope is not Scope.REVIEW and self.excluded is None
 
     @property
     def failing_tests(self) -> list[TestResult]:

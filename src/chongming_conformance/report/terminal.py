@@ -7,7 +7,8 @@ from typing import Any
 
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS
 
-__all__ = ["failing_test_names", "render_cases", "render_gate", "render_terminal"]
+__all__ = ["failing_test_names", "left_out_line", "render_cases", "render_gate",
+           "render_terminal"]
 
 
 def failing_test_names(entry: Mapping[str, Any]) -> list[str]:
@@ -37,6 +38,9 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     for lvl, counts in doc["summary"].items():
         text = f"{lvl}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
         lines.append((text, ""))
+    left_out = left_out_line(doc)
+    if left_out:
+        lines.append((left_out, ""))
     if doc["unmapped_tests"]:
         lines.append((
             f"{len(doc['unmapped_tests'])} suite test(s) declare no clause: "
@@ -52,6 +56,21 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ))
     lines.append((f"verdict: {doc['verdict']}", "bold"))
     return lines
+
+
+def left_out_line(doc: Mapping[str, Any]) -> str | None:
+    """Which clauses the gate and the verdict leave out, so the counts above them are read
+    right: review clauses (never observable), and fault clauses whose faults were not
+    requested."""
+    review = [e["id"] for e in doc["clauses"] if e.get("scope") == "review"]
+    faults = [e["id"] for e in doc["clauses"] if not e["gated"] and e.get("scope") != "review"]
+    parts = []
+    if review:
+        parts.append(f"{len(review)} review clause(s) (checked by review, not by tests)")
+    if faults:
+        parts.append(f"{len(faults)} fault clause(s) ({', '.join(faults)}: faults not "
+                     "requested, --chongming-faults=network)")
+    return "left out of the gate and the verdict: " + "; ".join(parts) if parts else None
 
 
 def render_cases(doc: Mapping[str, Any]) -> list[str]:

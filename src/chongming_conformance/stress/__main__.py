@@ -18,15 +18,17 @@ Two commands read the worker logs a run kept (the first argument picks them):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import sys
 import time
 from collections.abc import Sequence
 
+from ..capabilities import CapabilityError, declared_capabilities
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
-from .stress_profiles import PROFILES
+from .stress_profiles import FAULT_MODES, PROFILES, get_profile
 
 
 def lincheck_main(argv: Sequence[str]) -> int:
@@ -57,6 +59,15 @@ def lincheck_main(argv: Sequence[str]) -> int:
         result.verdict]
 
 
+def _network_absent(factory: object, module: object) -> str | None:
+    """The reason the store declares it talks to no server (``CHONGMING_CAPABILITIES``)."""
+    try:
+        caps = declared_capabilities(factory, module, "the factory")
+    except CapabilityError:
+        return None  # the plugin reports a malformed declaration; the harness ignores it
+    return caps.unsupported.get("network")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "timeline":
@@ -75,22 +86,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run only this scenario (repeatable)")
     parser.add_argument("--sqlite-integrity", action="store_true",
                         help="run PRAGMA integrity_check (opener = partial(Store, path))")
+    parser.add_argument("--faults", choices=FAULT_MODES, default="none",
+                        help="also run the fault workload: 'pause' stops workers mid-call, "
+                             "'network' also breaks the connections make_shared_store(network="
+                             "...) routes through the kit's proxy (docs/faults.md)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the stress schedules and the fault schedule (default: "
+                             "the profile's, 0)")
     parser.add_argument("--keep-logs", action="store_true",
                         help="keep every scenario's worker logs, not only a failing one's "
                              "(for 'timeline' and 'lincheck')")
     args = parser.parse_args(argv)
     module_name, _, attr = args.factory.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr or "make_shared_store")
+    module = importlib.import_module(module_name)
+    factory = getattr(module, attr or "make_shared_store")
     integrity: IntegrityCheck | None = sqlite_opener_integrity if args.sqlite_integrity else None
+    profile = dataclasses.replace(get_profile(args.profile), faults=args.faults)
+    if args.seed is not None:
+        profile = dataclasses.replace(profile, seed=args.seed)
     started = time.monotonic()
-    results = run_all(factory, args.profile, scenarios=args.scenario, integrity=integrity,
-                      keep_logs=True if args.keep_logs else None)
+    results = run_all(factory, profile, scenarios=args.scenario, integrity=integrity,
+                      keep_logs=True if args.keep_logs else None,
+                      network_absent=_network_absent(factory, module))
     total = time.monotonic() - started
     print(f"{'scenario':<20} {'verdict':<12} {'ops':>6} {'ops/s':>8} {'wall s':>7}")
     for r in results:
         print(f"{r.scenario:<20} {r.verdict:<12} {r.ops:>6} {r.ops_per_second:>8.0f} "
               f"{r.wall_seconds:>7.1f}")
-    print(f"total wall time {total:.1f} s (profile {args.profile})")
+    print(f"total wall time {total:.1f} s (profile {args.profile}, seed {profile.seed}, "
+          f"faults {profile.faults})")
+    for r in results:
+        for line in r.coverage:
+            print(f"{r.scenario}: covered {line}")
     for r in results:
         if r.ok and r.log_dir:
             print(f"{r.scenario}: worker logs kept in {r.log_dir}")

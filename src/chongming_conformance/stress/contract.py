@@ -35,10 +35,11 @@ import unittest
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..blame import blame
 from ..clauses import checks
-from ..factory import enter_opener
+from ..faults.network import takes_network
 from .harness import Opener
-from .runner import ScenarioResult, run_scenario
+from .runner import ScenarioResult, open_location, run_scenario
 from .scenarios import SCENARIOS, Scenario
 from .stress_profiles import StressProfile, get_profile
 
@@ -67,6 +68,16 @@ class StressContract:
         """Store-specific integrity problems after a scenario (override; default: none)."""
         return ()
 
+    def takes_network(self) -> bool:
+        """Whether ``make_shared_store`` takes the ``network`` keyword (the seam of a fault
+        run, docs/faults.md); read off its signature unless overridden."""
+        return takes_network(self.make_shared_store)
+
+    def network_absent(self) -> str | None:
+        """Why the store talks to no server (override; default None: it may). A fault run
+        then injects pauses only, and never asks for the ``network`` keyword."""
+        return None
+
     # -- lifecycle ----------------------------------------------------------------------
     def setup_method(self, method: object = None) -> None:
         self._stress_stack = contextlib.ExitStack()
@@ -80,15 +91,26 @@ class StressContract:
         """Open a fresh shared location and run one scenario on it; return the result."""
         if not hasattr(self, "_stress_stack"):
             self.setup_method()
-        opener = enter_opener(self.make_shared_store, self._stress_stack,
-                              origin=f"{type(self).__name__}.make_shared_store()")
-        return run_scenario(scenario, opener, get_profile(self.stress_profile),
-                            integrity=self.check_integrity)
+        profile = get_profile(self.stress_profile)
+        if SCENARIOS[scenario].faults and profile.faults == "none":
+            raise NotVerified(
+                f"{scenario}: faults were not requested (--chongming-faults=network, or pause "
+                "for a store with no server; python -m chongming_conformance.stress "
+                "--faults network): its clauses are not judged, and left out of the gate")
+        opener, network = open_location(self.make_shared_store, scenario, profile,
+                                        self._stress_stack, takes=self.takes_network(),
+                                        origin=f"{type(self).__name__}.make_shared_store()")
+        return run_scenario(scenario, opener, profile, integrity=self.check_integrity,
+                            network=network, network_absent=self.network_absent())
 
     def assert_stress(self, scenario: str) -> ScenarioResult:
         result = self.run_stress(scenario)
         if result.failed:
-            raise AssertionError(result.report())
+            failure = AssertionError(result.report())
+            if len(result.clauses) > 1:
+                # A run judging several clauses: each anomaly names the one it is against.
+                blame(failure, result.blamed())
+            raise failure
         if result.unverified:
             raise NotVerified(result.report())
         return result
@@ -102,8 +124,8 @@ def scenario_test(scenario: Scenario) -> Callable[[StressContract], None]:
 
     test.__name__ = scenario.test_name
     test.__qualname__ = f"{StressContract.__qualname__}.{scenario.test_name}"
-    test.__doc__ = f"Scenario {scenario.name!r} proves {scenario.clause}."
-    return checks(scenario.clause)(test)
+    test.__doc__ = f"Scenario {scenario.name!r} proves {', '.join(scenario.clauses)}."
+    return checks(*scenario.clauses)(test)
 
 
 def _add_scenario_tests() -> None:

@@ -90,6 +90,9 @@ class Anomaly:
     cites: tuple[Op, ...] = field(default=(), repr=False, compare=False)
     timeline: str = ""
     command: str = ""
+    #: The clause it is evidence against, for a scenario that judges several (None: the
+    #: scenario's own clause).
+    clause: str | None = None
 
     def __str__(self) -> str:
         return f"[{self.scenario}/{self.kind}] {self.message}"
@@ -346,12 +349,16 @@ class Group:
             p.exitcode not in (None, 0) and i not in self.killed for i, p in self.procs.items()
         )
 
-    def finish(self) -> Logs:
-        """Join every worker by the deadline, reporting stuck and crashed ones; return logs."""
+    def finish(self, watch: Callable[[], None] | None = None) -> Logs:
+        """Join every worker by the deadline, reporting stuck and crashed ones; return logs.
+
+        ``watch`` is called every tick while workers run (a fault run's hang watch)."""
         h = self._h
-        watch = RoundWatcher(self.paths)
+        rounds = RoundWatcher(self.paths)
         while any(p.is_alive() for p in self.procs.values()) and h.remaining() > 0:
-            watch.tick(h)
+            rounds.tick(h)
+            if watch is not None:
+                watch()
             if self._failed_early():
                 # A crashed peer never reaches the barrier: release the others now.
                 self.barrier.abort()
@@ -378,7 +385,7 @@ class Group:
         hit_deadline = stuck or any(p.exitcode == EXIT_DEADLINE for p in self.procs.values())
         if hit_deadline or h.remaining() <= 0:
             roles = {i: spec.role for i, spec in self.specs.items()}
-            report = deadline_report(h.scenario, h.profile.deadline, logs, roles,
+            report = deadline_report(h.scenario, h.limit, logs, roles,
                                      time.monotonic())
             if report is not None:
                 h.errors.append(report)
@@ -397,7 +404,7 @@ class Group:
         spec = self.specs[index]
         pending = logs.last_pending(index)
         who = f"worker {index} ({spec.role}, pid {self.procs[index].pid})"
-        limit = f"{self._h.profile.deadline:g} s"
+        limit = f"{self._h.limit:g} s"
         if pending is not None:
             age = time.monotonic() - pending.t_invoke
             return (f"scenario {self._h.scenario!r} hit its {limit} deadline: {who} is stuck in "
@@ -459,23 +466,34 @@ class RoundWatcher:
             return
         self.next_note = time.monotonic() + PROGRESS_EVERY
         self._scan()
-        elapsed = h.profile.deadline - h.remaining()
+        elapsed = h.limit - h.remaining()
         # Some scenarios log a closing phase as round ``rounds``: show it as the last round.
         shown = None if self.round is None else min(self.round + 1, h.profile.rounds)
         where = f"round {shown}/{h.profile.rounds}, " if shown is not None else ""
-        note(f"stress {h.scenario}: {where}{elapsed:.0f} s of at most {h.profile.deadline:g} s")
+        note(f"stress {h.scenario}: {where}{elapsed:.0f} s of at most {h.limit:g} s")
 
 
 class Harness:
     """One scenario run: the opener, the deadline, the logs folder and the findings."""
 
     def __init__(self, scenario: str, opener: Opener, profile: StressProfile,
-                 logdir: Path) -> None:
+                 logdir: Path, *, network: Any = None, network_absent: str | None = None,
+                 deadline: float | None = None) -> None:
         self.scenario = scenario
         self.opener = opener
         self.profile = profile
         self.logdir = logdir
-        self.deadline = time.monotonic() + profile.deadline
+        #: The network seam the shared store's connections go through
+        #: (``faults.Network``), when faults are requested and the factory takes it.
+        self.network = network
+        #: Why the store has no network to break, when it declares so (capabilities).
+        self.network_absent = network_absent
+        #: Seconds the scenario may take (the profile's deadline unless it sets its own).
+        self.limit = profile.deadline if deadline is None else deadline
+        self.deadline = time.monotonic() + self.limit
+        #: What the run covered beyond the profile (seed, faults applied, proxies), one
+        #: line each, for every report of it.
+        self.coverage: list[str] = []
         self.anomalies: list[Anomaly] = []
         self.errors: list[str] = []
         #: Why the verdict could not be reached (e.g. the linearizability checker ran out
@@ -509,11 +527,13 @@ class Harness:
         return group.finish()
 
     def anomaly(self, kind: str, message: str, *, cites: Sequence[Op] = (),
-                **evidence: Any) -> None:
+                clause: str | None = None, **evidence: Any) -> None:
         """Record a broken guarantee. ``cites``: the logged calls it is about; the report
-        then quotes every worker's calls around them (``quote_timelines``)."""
+        then quotes every worker's calls around them (``quote_timelines``). ``clause``: the
+        clause it is evidence against, when the scenario judges several."""
         self.anomalies.append(Anomaly(self.scenario, kind, message, evidence,
-                                      tuple(o for o in cites if o is not None)))
+                                      tuple(o for o in cites if o is not None),
+                                      clause=clause))
 
     def not_verified(self, reason: str) -> None:
         """The verdict could not be reached (neither PASS nor FAIL): say why."""
@@ -544,4 +564,4 @@ class Harness:
                 continue
             done += 1
             self.anomalies[k] = Anomaly(a.scenario, a.kind, a.message, a.evidence, a.cites,
-                                        cut.text, cut.command(self.logdir))
+                                        cut.text, cut.command(self.logdir), a.clause)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 import time
@@ -13,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from ..factory import enter_opener, picklability_problem
+from ..faults.network import NETWORK_KEYWORD, Network, takes_network
+from ..report.masking import mask_secrets
 from .harness import Anomaly, Harness, Opener
 from .hints import common_cause
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile, get_profile
 
-__all__ = ["IntegrityCheck", "ScenarioResult", "run_all", "run_scenario"]
+__all__ = ["IntegrityCheck", "ScenarioResult", "open_location", "run_all", "run_scenario",
+           "selected"]
 
 #: Store-specific integrity hook: given the opener, return problems ('[]' if intact).
 IntegrityCheck = Callable[[Opener], Sequence[str]]
@@ -55,6 +59,8 @@ class ScenarioResult:
     logs_note: str | None = None
     #: Numbers the scenario reported about itself (``Harness.stats``).
     stats: dict[str, Any] = field(default_factory=dict)
+    #: What the run covered beyond the profile (a fault run's seed, faults and network).
+    coverage: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -77,6 +83,14 @@ class ScenarioResult:
     def kinds(self) -> set[str]:
         return {a.kind for a in self.anomalies}
 
+    def blamed(self) -> list[str]:
+        """The clauses the anomalies are evidence against (each anomaly's own, else the
+        scenario's first); empty when an error, not an anomaly, failed the run -- an error
+        says the run could not judge, not which clause broke."""
+        if self.errors or not self.anomalies:
+            return []
+        return sorted({a.clause or self.clauses[0] for a in self.anomalies})
+
     @property
     def hint(self) -> str | None:
         """The one cause every anomaly shares, when they fit a known pattern (see ``hints``)."""
@@ -97,6 +111,7 @@ class ScenarioResult:
         hint = self.hint
         if hint is not None:
             head.append(f"  hint: {hint}")
+        head += [f"  covered: {line}" for line in self.coverage]
         if self.log_dir:
             head.append(f"  worker logs kept in {self.log_dir} (python -m "
                         "chongming_conformance.stress timeline|lincheck LOGDIR)")
@@ -173,13 +188,17 @@ def run_scenario(
     *,
     integrity: IntegrityCheck | None = None,
     keep_logs: bool | None = None,
+    network: Any = None,
+    network_absent: str | None = None,
 ) -> ScenarioResult:
     """Run scenario ``name`` against the shared store ``opener`` opens; never raises for a
     store's failure (it is in the result).
 
     The store location must be fresh (each scenario creates fixed ids).
     ``keep_logs``: True keeps the worker logs, False deletes them, None (default)
-    keeps them only when the result is not ok.
+    keeps them only when the result is not ok. ``network``: the seam the opener's
+    connections were routed through (``faults.Network``; see :func:`open_location`),
+    ``network_absent``: why the store has none, when it declares so.
     """
     if name not in SCENARIOS:
         raise ValueError(f"unknown stress scenario {name!r}; known: {', '.join(SCENARIOS)}")
@@ -192,7 +211,9 @@ def run_scenario(
         result.logs_note = "none (no worker ran)"
         return result
     logdir = Path(tempfile.mkdtemp(prefix=f"chongming-stress-{name}-"))
-    h = Harness(name, opener, prof, logdir)
+    # A fault run waits out blackholes and pauses, and a recovery window: twice the time.
+    h = Harness(name, opener, prof, logdir, network=network, network_absent=network_absent,
+                deadline=prof.deadline * 2 if scenario.faults else None)
     started = time.monotonic()
     try:
         scenario.run(h)
@@ -214,6 +235,7 @@ def run_scenario(
         h.errors.append(f"quoting the timeline failed: {type(exc).__name__}: {exc}")
     result.anomalies, result.errors, result.unverified = h.anomalies, h.errors, h.unverified
     result.ops, result.busy_seconds, result.stats = h.ops, h.busy, h.stats
+    result.coverage = h.coverage
     result.wall_seconds = time.monotonic() - started
     if keep_logs or (keep_logs is None and not result.ok):
         result.log_dir = str(logdir)
@@ -223,29 +245,81 @@ def run_scenario(
     return result
 
 
+def open_location(
+    make_shared_store: Callable[..., Any],
+    scenario: str,
+    profile: StressProfile,
+    stack: contextlib.ExitStack,
+    *,
+    origin: str = "make_shared_store()",
+    takes: bool | None = None,
+) -> tuple[Opener, Any]:
+    """Set up a fresh shared location for ``scenario``: the opener, and the network seam its
+    connections go through (None when the scenario injects no network fault, faults are
+    not requested, or the factory takes no ``network`` keyword; ``takes`` says whether it
+    does when its signature cannot tell, as for a wrapper).
+
+    The network is entered on ``stack`` before the factory, so it outlives the factory's
+    teardown; it is healthy while the factory sets up and tears down (the nemesis heals
+    everything before a scenario returns).
+    """
+    network = None
+    factory = make_shared_store
+    if takes is None:
+        takes = takes_network(factory)
+    if SCENARIOS[scenario].faults and profile.faults == "network" and takes:
+        network = stack.enter_context(Network(profile.seed))
+        factory = functools.partial(make_shared_store, **{NETWORK_KEYWORD: network})
+    return enter_opener(factory, stack, origin=origin), network
+
+
+def selected(profile: StressProfile, scenarios: Sequence[str] | None = None) -> list[str]:
+    """The scenarios a run takes: ``scenarios``, or every registered one -- a fault run only
+    when faults are requested (``profile.faults``)."""
+    if scenarios is not None:
+        return list(scenarios)
+    return [n for n, s in SCENARIOS.items() if not s.faults or profile.faults != "none"]
+
+
 def run_all(
-    make_shared_store: Callable[[], Any],
+    make_shared_store: Callable[..., Any],
     profile: StressProfile | str | None = None,
     *,
     scenarios: Sequence[str] | None = None,
     integrity: IntegrityCheck | None = None,
     keep_logs: bool | None = None,
+    network_absent: str | None = None,
 ) -> list[ScenarioResult]:
     """Every scenario (or ``scenarios``), each on a fresh location from ``make_shared_store``.
 
-    A factory that fails to set up is reported as that scenario's error, not raised.
+    Never raises for the store: a factory that fails to set up, or to tear down, is
+    reported as that scenario's error (a fault during teardown included).
     """
+    prof = get_profile(profile)
     results = []
-    for name in scenarios if scenarios is not None else list(SCENARIOS):
-        with contextlib.ExitStack() as stack:
-            try:
-                opener = enter_opener(make_shared_store, stack)
-            except Exception as exc:
-                failed = ScenarioResult(name, SCENARIOS[name].clauses,
-                                        get_profile(profile).name)
-                failed.errors.append(f"make_shared_store() failed: {type(exc).__name__}: {exc}")
-                results.append(failed)
-                continue
-            results.append(run_scenario(name, opener, profile, integrity=integrity,
-                                        keep_logs=keep_logs))
+    for name in selected(prof, scenarios):
+        stack = contextlib.ExitStack()
+        try:
+            opener, network = open_location(make_shared_store, name, prof, stack)
+        except Exception as exc:
+            failed = ScenarioResult(name, SCENARIOS[name].clauses, prof.name)
+            failed.errors.append(mask_secrets(
+                f"make_shared_store() failed: {type(exc).__name__}: {exc}"))
+            failed.errors += _close(stack)
+            results.append(failed)
+            continue
+        result = run_scenario(name, opener, prof, integrity=integrity, keep_logs=keep_logs,
+                              network=network, network_absent=network_absent)
+        result.errors += _close(stack)
+        results.append(result)
     return results
+
+
+def _close(stack: contextlib.ExitStack) -> list[str]:
+    """Tear the location down; a failure is that run's error, never the caller's crash."""
+    try:
+        stack.close()
+    except Exception as exc:
+        return [mask_secrets(
+            f"make_shared_store()'s teardown failed: {type(exc).__name__}: {exc}")]
+    return []

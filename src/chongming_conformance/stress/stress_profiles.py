@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_PROFILE", "PROFILES", "StressProfile", "get_profile"]
+__all__ = ["DEFAULT_PROFILE", "FAULT_MODES", "PROFILES", "StressProfile", "get_profile"]
+
+#: What the nemesis may do during the fault run (``stress.scenarios.fault_workload``):
+#: ``none`` -- no fault run; ``pause`` -- SIGSTOP/SIGCONT of worker processes (needs no
+#: network, so a store on a local file is judged too); ``network`` -- pauses and the network
+#: faults of the proxy (resets, blackholes, latency, replies cut mid-stream, the server down).
+FAULT_MODES = ("none", "pause", "network")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +26,9 @@ class StressProfile:
     barrier-aligned rounds per scenario; ``deadline`` is the wall-clock bound
     (seconds) of one scenario, after which stuck workers are terminated and the
     scenario fails; ``crash_cycles`` is how many holders the crash scenario
-    SIGKILLs; ``seed`` fixes every worker's choices (not the interleavings).
+    SIGKILLs; ``seed`` fixes every worker's choices and the nemesis's fault schedule
+    (not the interleavings); ``faults`` is one of :data:`FAULT_MODES` (docs/faults.md),
+    ``fault_seconds`` how long a fault run's faults go on at least.
     """
 
     name: str = "custom"
@@ -29,8 +37,17 @@ class StressProfile:
     deadline: float = 120.0
     crash_cycles: int = 2
     seed: int = 0
+    faults: str = "none"
+    fault_seconds: float = 20.0
 
     def __post_init__(self) -> None:
+        if self.faults not in FAULT_MODES:
+            raise ValueError(f"faults must be one of {', '.join(FAULT_MODES)}, not "
+                             f"{self.faults!r}")
+        if self.fault_seconds <= 0:
+            raise ValueError("fault_seconds must be positive (seconds)")
+        if self.seed < 0:
+            raise ValueError("seed must be >= 0")
         if self.processes < 2:
             raise ValueError("a stress profile needs at least 2 processes to race")
         if self.rounds < 1:
@@ -42,9 +59,12 @@ class StressProfile:
 
 
 PROFILES: dict[str, StressProfile] = {
-    "quick": StressProfile("quick", processes=3, rounds=10, deadline=60.0, crash_cycles=1),
-    "ci": StressProfile("ci", processes=4, rounds=30, deadline=120.0, crash_cycles=2),
-    "thorough": StressProfile("thorough", processes=6, rounds=200, deadline=600.0, crash_cycles=5),
+    "quick": StressProfile("quick", processes=3, rounds=10, deadline=60.0, crash_cycles=1,
+                           fault_seconds=8.0),
+    "ci": StressProfile("ci", processes=4, rounds=30, deadline=120.0, crash_cycles=2,
+                        fault_seconds=20.0),
+    "thorough": StressProfile("thorough", processes=6, rounds=200, deadline=600.0, crash_cycles=5,
+                              fault_seconds=120.0),
 }
 DEFAULT_PROFILE = "ci"
 

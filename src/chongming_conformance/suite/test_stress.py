@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chongming_conformance.faults.network import takes_network
 from chongming_conformance.stress import StressContract, StressProfile, get_profile
 from chongming_conformance.suite import _config
 
@@ -22,8 +23,16 @@ class TestStoreStress(StressContract):
         super().setup_method(method)
         self.stress_profile: StressProfile | str = get_profile(_config.stress_profile())
 
-    def make_shared_store(self) -> Any:
-        shared = _config.shared_store_factory()
+    def make_shared_store(self, network: Any = None) -> Any:
+        shared: Any = _config.shared_store_factory()
         if shared is None:  # the plugin skips these tests first; this is a guard only
             raise RuntimeError("no shared store is configured for the stress harness")
-        return shared()
+        # The network seam goes to the store's factory only when a fault run routes it.
+        return shared() if network is None else shared(network=network)
+
+    def takes_network(self) -> bool:
+        shared = _config.shared_store_factory()
+        return shared is not None and takes_network(shared)
+
+    def network_absent(self) -> str | None:
+        return _config.capabilities().unsupported.get("network")

@@ -153,7 +153,9 @@ def _error(op: Op) -> str | None:
 
 
 #: Calls that change nothing any other instance can see: never part of a history.
-_LOCAL_ONLY = frozenset({"close"})
+#: Calls that change nothing another process sees: a worker closing or opening its own
+#: store instance.
+_LOCAL_ONLY = frozenset({"close", "open"})
 
 
 def calls_from_logs(groups: Iterable[tuple[str, Logs]] | Logs, *,
@@ -162,7 +164,7 @@ def calls_from_logs(groups: Iterable[tuple[str, Logs]] | Logs, *,
 
     ``groups`` is ``Logs`` (one group of workers) or ``read_log_dir``'s list of
     (prefix, Logs). Every store call must have been logged with ``record=True``;
-    ``close`` is exempt (it changes nothing another process sees). Otherwise
+    ``close`` and ``open`` are exempt (they change nothing another process sees). Otherwise
     :class:`UnrecordedCalls` is raised -- unless ``strict=False``, which skips the
     unrecorded calls (for a look at a partial history only: a verdict on it is not
     sound).

@@ -9,7 +9,10 @@ a scenario is adding a file here; ``StressContract`` grows a test for it.
 
 Every verdict is made on the logical ``now`` timeline or on counts, never on
 wall-clock timing, so a correct store cannot produce a false anomaly on a
-slow machine; the barrier makes the races real.
+slow machine; the barrier makes the races real. The one exception is the fault
+run's recovery and no-hang verdicts (``fault_workload``): a hang *is* a duration,
+so they use wall-clock bounds, seconds long where a healthy call takes
+milliseconds.
 """
 
 from __future__ import annotations

@@ -37,11 +37,13 @@ def when(seconds: float | None) -> str:
     return "none" if seconds is None else f"t+{seconds:g}s"
 
 
-def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -> None:
+def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False,
+                  kind: str | None = None, clause: str | None = None) -> None:
     """Every store call that raised something it should not have.
 
     A busy lock or serialization failure gets the kind ``lock-contention`` and
-    the hint that fixes it; anything else is ``unexpected-error``. Interleaving
+    the hint that fixes it; anything else is ``unexpected-error`` (``kind`` and
+    ``clause``, when given, label every anomaly instead). Interleaving
     assumption: none -- a healthy store raises nothing but what the scenario allows
     (the caller passes only the calls that must not raise), whatever runs beside it.
     """
@@ -49,10 +51,10 @@ def report_errors(h: Harness, ops: Iterable[Op], *, conflict_ok: bool = False) -
         if op.pending or op.ok or (conflict_ok and op.conflict):
             continue
         error = op.error or {}
-        kind = contention_kind(error, "unexpected-error")
-        hint = CONTENTION_HINT if kind == LOCK_CONTENTION else None
+        found = contention_kind(error, "unexpected-error")
+        hint = CONTENTION_HINT if found == LOCK_CONTENTION else None
         h.anomaly(
-            kind,
+            kind or found,
             with_hint(f"worker {op.worker}: {op.describe()} raised {error_text(error)}", hint),
-            cites=[op], worker=op.worker, op=op.op, round=op.round, error=error,
+            cites=[op], clause=clause, worker=op.worker, op=op.op, round=op.round, error=error,
         )

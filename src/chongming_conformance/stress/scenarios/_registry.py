@@ -27,16 +27,24 @@ class Scenario:
     named after (``test_<clause>__<rule>``); ``run`` does the parent-side
     setup, starts the workers in their roles and records the verdict's
     anomalies on the harness -- the three parts live in the scenario's module.
+
+    ``also`` are further clauses the same run judges (the fault run judges safety,
+    recovery and no-hang at once); its anomalies then name their clause
+    (``Harness.anomaly(..., clause=...)``) so a failure is blamed on that one alone.
+    ``faults``: the scenario runs only when faults are requested (``StressProfile.faults``)
+    and gets the network seam (``stress.faults``).
     """
 
     name: str
     clause: str
     rule: str
     run: Callable[[Harness], None]
+    also: tuple[str, ...] = ()
+    faults: bool = False
 
     @property
     def clauses(self) -> tuple[str, ...]:
-        return (self.clause,)
+        return (self.clause, *self.also)
 
     @property
     def test_name(self) -> str:
@@ -58,12 +66,13 @@ def register(scenario: Scenario) -> Scenario:
     The checks run at import time, so a typo cannot produce a scenario that
     silently proves nothing.
     """
-    clause = CLAUSES.get(scenario.clause)
-    if clause is None:
-        raise KeyError(f"scenario {scenario.name!r}: unknown clause id {scenario.clause!r}")
-    if clause.scope is not Scope.CROSS_PROCESS:
-        raise ValueError(f"scenario {scenario.name!r}: {scenario.clause} is not a cross-process "
-                         "clause; only XP-* clauses need the stress harness")
+    for cid in scenario.clauses:
+        clause = CLAUSES.get(cid)
+        if clause is None:
+            raise KeyError(f"scenario {scenario.name!r}: unknown clause id {cid!r}")
+        if clause.scope is not Scope.CROSS_PROCESS:
+            raise ValueError(f"scenario {scenario.name!r}: {cid} is not a cross-process "
+                             "clause; only XP-* clauses need the stress harness")
     if scenario.name in SCENARIOS and SCENARIOS[scenario.name] is not scenario:
         raise ValueError(f"two stress scenarios are named {scenario.name!r}")
     SCENARIOS[scenario.name] = scenario

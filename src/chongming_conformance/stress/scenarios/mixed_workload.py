@@ -54,7 +54,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -64,7 +64,7 @@ from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ...protocol import TaskStore
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, calls_from_logs, check
-from ..log import Logs
+from ..log import Logs, Op
 from ..records import (
     BASE,
     at,
@@ -100,6 +100,12 @@ def _lease_writer(task_index: int, processes: int) -> int:
 def _crash_round(k: int, cycles: int, rounds: int) -> int:
     """The round in which crashing worker ``k`` starts (spread over the run)."""
     return max(0, min(rounds - 1, (k + 1) * rounds // (cycles + 1)))
+
+
+def _crash_rounds(p: Mapping[str, Any]) -> list[int]:
+    """Every crashing worker's round, spread over the profile's rounds (a fault run's
+    crashes all land while its faults do: it turns quiet only after those rounds)."""
+    return [_crash_round(k, p["crash_cycles"], p["rounds"]) for k in range(p["crash_cycles"])]
 
 
 def _key(tid: str, *, version: int = 0, name: str, status: TaskStatus | None = None
@@ -139,8 +145,7 @@ def _worker(ctx: WorkerContext) -> None:
     n = p["processes"]
     st = _State(f"w{ctx.index}", n, random.Random(p["seed"] * 1_000_003 + ctx.index))
     ctx.record_calls = True  # every call in full: the checker's input
-    crashes = [_crash_round(k, p["crash_cycles"], p["rounds"])
-               for k in range(p["crash_cycles"])]
+    crashes = _crash_rounds(p)
     with contextlib.ExitStack() as stack:
         st.stack = stack
         st.stores = [ctx.store, ctx.open_store(stack)]
@@ -150,10 +155,21 @@ def _worker(ctx: WorkerContext) -> None:
 def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
     p = ctx.params
     n = st.n
-    for r in range(p["rounds"]):
+    end = p["rounds"]  # a fault run goes on until it turns quiet, then TAIL rounds more
+    r = 0
+    while r < end or (p.get("tail") is not None and end == p["rounds"]):
         ctx.round = r
         now = r * STEP
+        if p.get("tail") is not None and end == p["rounds"]:
+            if ctx.index == 0 and _quiet_now(p, r):
+                _signal(p["signals"], f"quiet{r}")  # before the barrier: all read it after
+            ctx.sync()
+            if (Path(p["signals"]) / f"quiet{r}").exists():
+                _recover(ctx, st)
+                end = r + p["tail"]
         ctx.sync()
+        if r == 0 and ctx.index == 0:  # every worker has opened its stores: faults may begin
+            _signal(p["signals"], "started")
         if r == 0:  # every worker races to create every key task
             for tid in TASKS:
                 ctx.call("create", {"task": tid}, partial(
@@ -168,10 +184,11 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
             _random_call(ctx, st, now, crashing=False)
         ctx.sync()  # check phase: nobody writes but the round's checker
         _check_phase(ctx, st, r, checker=ctx.index == r % n)
-    ctx.round = p["rounds"]
+        r += 1
+    ctx.round = r
     ctx.sync()  # the drain: beyond every lease, nobody else calls the store
     if ctx.index == 0:
-        logged_claim(ctx, p["rounds"] * STEP + 10 * LEASE, LEASE, 100_000)
+        logged_claim(ctx, r * STEP + 10 * LEASE, LEASE, 100_000)
     ctx.sync()
     ctx.call("close", {}, ctx.store.close)
 
@@ -192,7 +209,7 @@ def _crasher(ctx: WorkerContext) -> None:
     k = p["crash"]
     if not _wait_for(ctx, p["signals"], f"crash{k}"):
         return
-    r = _crash_round(k, p["crash_cycles"], p["rounds"])
+    r = _crash_rounds(p)[k]
     ctx.round = r
     now = r * STEP
     st = _State(f"x{k}", p["processes"], random.Random(p["seed"] * 7_000_003 + k))
@@ -203,6 +220,37 @@ def _crasher(ctx: WorkerContext) -> None:
     for _ in range(CRASH_CALLS):
         _random_call(ctx, st, now, crashing=True)
     while ctx.remaining() > 0:  # the parent kills it first
+        time.sleep(0.05)
+
+
+def _quiet_now(p: Mapping[str, Any], r: int) -> bool:
+    """A fault run turns quiet at round ``r`` (worker 0 decides): the profile's rounds are
+    done and the parent says the faults have run long enough -- or the run has taken ten
+    times the profile's rounds, a bound on a store so slow the faults never end."""
+    if r < p["rounds"]:
+        return False
+    return (Path(p["signals"]) / "enough").exists() or r >= 10 * p["rounds"]
+
+
+def _recover(ctx: WorkerContext, st: _State) -> None:
+    """A fault run's turn to health (every worker, at the same round): worker 0 tells the
+    parent to stop the nemesis; every worker waits until the parent says from when the
+    network is healthy (a file holding that ``time.monotonic()`` instant), then reads a
+    key task through each of its store instances until the recovery window after that
+    instant has passed. A call in the window may still fail (a connection broken by the
+    last fault is found out by using it); every call after it must succeed
+    (``fault_workload``'s recovery verdict)."""
+    p = ctx.params
+    if ctx.index == 0:
+        _signal(p["signals"], "quiet")
+    if not _wait_for(ctx, p["signals"], "healed"):
+        return
+    healed = float((Path(p["signals"]) / "healed").read_text(encoding="utf-8"))
+    probe = TASKS[0]
+    while time.monotonic() < healed + p["recovery"] and ctx.remaining() > 0:
+        for k, store in enumerate(st.stores):
+            ctx.call("get", {"task": probe, "recovery": True, "instance": k},
+                     partial(store.get, probe), summarize=snapshot_summary)
         time.sleep(0.05)
 
 
@@ -321,8 +369,15 @@ def _reopen(ctx: WorkerContext, st: _State) -> None:
     """Close the second instance and open a new one: closing one instance must leave the
     others on the location working (the next calls through the first one show it)."""
     assert st.stack is not None
-    ctx.call("close", {"instance": 1}, st.stores[1].close)
-    st.stores[1] = ctx.open_store(st.stack)
+    if len(st.stores) > 1:
+        ctx.call("close", {"instance": 1}, st.stores[1].close)
+        del st.stores[1]
+    stack = st.stack
+    opened = ctx.call("open", {"instance": 1}, partial(ctx.open_store, stack), record=False)
+    if opened.ok and opened.value is not None:
+        # (Under a fault opening may fail: the worker goes on with its first instance
+        # and tries again at its next reopen.)
+        st.stores.append(opened.value)
 
 
 def _random_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
@@ -405,7 +460,7 @@ def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> 
         _revive(ctx, st)
     elif pick < 0.97:
         _create_doomed(ctx, st)
-    elif pick < 0.985 and len(st.stores) > 1:
+    elif pick < 0.985 and st.stack is not None:
         _reopen(ctx, st)
     elif not crashing:
         keep = rng.randrange(3)
@@ -453,26 +508,42 @@ def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> No
 def run(h: Harness) -> None:
     """N workers, a seeded random mix of all 14 calls per round, crashing workers killed
     mid-call, then the history checked for linearizability."""
-    n = h.profile.processes
-    cycles = h.profile.crash_cycles
-    signals = h.logdir / "signals"  # files, not events: see _crasher
-    signals.mkdir(parents=True, exist_ok=True)
-    params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n,
-              "crash_cycles": cycles, "signals": str(signals)}
-    specs = [WorkerSpec(i, "mixer", _worker, params) for i in range(n)]
-    specs += [WorkerSpec(n + k, "crasher", _crasher, {**params, "crash": k})
-              for k in range(cycles)]
-    group = h.group(specs, barrier_parties=n)
-    group.start()
+    group = launch(h)
     rng = random.Random(h.profile.seed)
+    n, cycles = h.profile.processes, h.profile.crash_cycles
     for k in range(cycles):
-        if _await(h, group, signals / f"busy{k}", n + k, range(n)):
+        if await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n)):
             time.sleep(rng.uniform(0.0, 0.05))  # the kill lands in the middle of its writes
         group.kill(n + k)
     judge(h, group.finish())
 
 
-def _await(h: Harness, group: Group, signal: Path, setter: int, others: Iterable[int]) -> bool:
+def signals_of(h: Harness) -> Path:
+    """The folder the workers and the parent signal each other through (files, not
+    events: see ``_crasher``)."""
+    return h.logdir / "signals"
+
+
+def launch(h: Harness, **extra: Any) -> Group:
+    """Start the mixers (``profile.processes``, racing on one barrier) and the crashing
+    workers (``profile.crash_cycles``, indexes after the mixers'); ``extra`` goes into
+    every worker's parameters (a fault run's ``tail`` and ``recovery``: it goes on past the
+    profile's rounds until it turns quiet, then ``tail`` rounds more)."""
+    n = h.profile.processes
+    cycles = h.profile.crash_cycles
+    signals = signals_of(h)
+    signals.mkdir(parents=True, exist_ok=True)
+    params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n,
+              "crash_cycles": cycles, "signals": str(signals), **extra}
+    specs = [WorkerSpec(i, "mixer", _worker, params) for i in range(n)]
+    specs += [WorkerSpec(n + k, "crasher", _crasher, {**params, "crash": k})
+              for k in range(cycles)]
+    group = h.group(specs, barrier_parties=n)
+    group.start()
+    return group
+
+
+def await_signal(h: Harness, group: Group, signal: Path, setter: int, others: Iterable[int]) -> bool:
     """Wait for worker ``setter``'s ``signal`` file; False once it, or every one of
     ``others`` (who start it), has exited, or at the deadline."""
     crowd = [group.procs[i] for i in others]
@@ -489,18 +560,28 @@ def _await(h: Harness, group: Group, signal: Path, setter: int, others: Iterable
 
 def judge(h: Harness, logs: Logs) -> None:
     """Errors a correct store does not raise here; then the linearizability verdict."""
-    seed = h.profile.seed
-    # Interleaving assumption: none -- a healthy store raises nothing here but a save's
-    # ConcurrencyConflict and StoreError for a duplicate create or submit id.
-    report_errors(h, (o for o in logs.all_ops()
-                      if o.op not in ("save", "create", "submit")))
-    report_errors(h, logs.done("save"), conflict_ok=True)
-    report_errors(h, (o for o in logs.all_ops() if o.op in ("create", "submit")
-                      and not (o.error or {}).get("store_error")))
-    verdict(h, logs, seed)
+    report_disallowed_errors(h, list(logs.all_ops()))
+    verdict(h, logs, h.profile.seed)
 
 
-def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int) -> None:
+def report_disallowed_errors(h: Harness, ops: Sequence[Op], *, kind: str | None = None,
+                             clause: str | None = None) -> None:
+    """Every call in ``ops`` that raised what a healthy store does not raise here.
+
+    Interleaving assumption: none -- a healthy store raises nothing here but a save's
+    ConcurrencyConflict and StoreError for a duplicate create or submit id. ``kind`` and
+    ``clause`` re-label the anomalies (a fault run's calls after the recovery window).
+    """
+    report_errors(h, (o for o in ops if o.op not in ("save", "create", "submit")),
+                  kind=kind, clause=clause)
+    report_errors(h, (o for o in ops if o.op == "save" and not o.pending), conflict_ok=True,
+                  kind=kind, clause=clause)
+    report_errors(h, (o for o in ops if o.op in ("create", "submit")
+                      and not (o.error or {}).get("store_error")), kind=kind, clause=clause)
+
+
+def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int, *,
+            clause: str | None = None) -> None:
     """The checker's verdict on the recorded history, as anomalies (a violation: FAIL)
     or a reason it is NOT VERIFIED (the budget ran out first).
 
@@ -516,13 +597,13 @@ def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int) -> N
         body = text[len(f"[{v.kind}] "):] if text.startswith(f"[{v.kind}] ") else text
         h.anomaly(v.kind, f"(seed {seed}) {body}",
                   cites=[c.source for c in v.calls if c.source is not None],
-                  seed=seed, where=v.where)
+                  clause=clause, seed=seed, where=v.where)
     if unshown:
         names = ", ".join(v.where for v in unshown[:8])
         more = f" and {len(unshown) - 8} more" if len(unshown) > 8 else ""
         h.anomaly("not-linearizable", f"(seed {seed}) {len(unshown)} more object(s) whose "
                   f"history cannot be linearized either (not minimised): {names}{more}",
-                  seed=seed, where=[v.where for v in unshown])
+                  clause=clause, seed=seed, where=[v.where for v in unshown])
     if result.verdict is Verdict.INCONCLUSIVE:
         h.not_verified(
             f"(seed {seed}) the linearizability checker ran out of its budget: "

@@ -1,0 +1,327 @@
+"""The nemesis: a seeded, replayable sequence of faults, applied while the workload runs.
+
+Jepsen splits a test into a client (the workers and their calls), a nemesis (what
+breaks the world around them) and a checker (the verdict on the recorded history);
+this module is the second part. :func:`plan` turns a seed into an endless sequence of
+:class:`Fault` s -- which kind, how long after the last one, for how long, how hard,
+which connection or worker -- and :class:`Nemesis` applies them one after another in a
+thread of the parent process until it is stopped, then heals everything. The same seed
+gives the same sequence; how many of them land depends on how long the workload runs,
+and every applied fault is logged with its real interval (``nemesis.jsonl`` in the run's
+log folder), which is what the verdicts and the timeline read.
+
+The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
+
+* ``reset`` -- every connection (or one) gets a TCP RST at a random instant, so some
+  land between a COMMIT and its reply: the call raises, its effect is unknown;
+* ``blackhole`` -- nothing is forwarded for a few seconds and what was sent is lost
+  (a server that stops answering without closing the socket); a call in flight then
+  waits for a reply that never comes, until the store's own client timeout;
+* ``latency`` -- replies delayed by hundreds of milliseconds, with jitter;
+* ``cut`` -- a reply cut after a few bytes and the connection closed (``limit_data``);
+* ``down`` -- the server unreachable: every connection reset, new ones refused;
+* ``pause`` -- a worker process stopped (SIGSTOP) mid-whatever for up to 1.5 s, then
+  continued (SIGCONT): a holder that stops in the middle of a call, its connection idle
+  and its row locks held. Needs no network, so a store on a local file gets it too.
+
+Kills stay the workload's own (the mixed workload's crashing workers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .network import Network
+from .toxics import Latency, LimitData, Timeout
+
+__all__ = [
+    "NETWORK_KINDS",
+    "PAUSE_KINDS",
+    "Applied",
+    "Fault",
+    "Nemesis",
+    "kinds_for",
+    "plan",
+    "read_nemesis_log",
+]
+
+NETWORK_KINDS = ("reset", "blackhole", "latency", "cut", "down")
+PAUSE_KINDS = ("pause",)
+#: The file a nemesis logs its applied faults to, in the run's log folder.
+LOG_NAME = "nemesis.jsonl"
+#: Relative weights: resets are the commonest fault and the cheapest to run.
+_WEIGHTS = {"reset": 4, "blackhole": 2, "latency": 2, "cut": 2, "down": 1, "pause": 2}
+
+
+def kinds_for(mode: str, *, network: bool) -> tuple[str, ...]:
+    """The fault kinds of a ``StressProfile.faults`` mode: ``pause`` only, or (``network``,
+    with a network to break) every kind."""
+    if mode == "network" and network:
+        return (*NETWORK_KINDS, *PAUSE_KINDS)
+    if mode in ("pause", "network"):
+        return PAUSE_KINDS
+    return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One planned fault. ``gap``: seconds of health before it; ``duration``: seconds it
+    lasts (0: an instant); ``every``: all connections (or workers) or one, ``pick`` says
+    which (an index taken modulo what is live then); ``amount``: milliseconds of latency,
+    bytes before a cut."""
+
+    number: int
+    kind: str
+    gap: float
+    duration: float
+    every: bool
+    pick: int
+    amount: float = 0.0
+
+    def describe(self) -> str:
+        who = "every connection" if self.every else "one connection"
+        if self.kind == "reset":
+            return f"reset {who}"
+        if self.kind == "blackhole":
+            return f"blackhole {who} for {self.duration:.1f} s"
+        if self.kind == "latency":
+            return f"latency {self.amount:.0f}±{self.amount / 4:.0f} ms on {who} for " \
+                   f"{self.duration:.1f} s"
+        if self.kind == "cut":
+            return f"cut replies after {self.amount:.0f} bytes on {who} for {self.duration:.1f} s"
+        if self.kind == "down":
+            return f"server down for {self.duration:.1f} s"
+        return f"pause one worker for {self.duration:.1f} s"
+
+
+def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
+    """The endless fault sequence of ``seed`` over ``kinds`` (none: an empty sequence).
+
+    Its random stream is its own (not the workers'), so a replay with the same seed and
+    kinds plans the same faults in the same order.
+    """
+    if not kinds:
+        return
+    rng = random.Random(f"chongming-nemesis-{seed}")
+    weights = [_WEIGHTS[k] for k in kinds]
+    number = 0
+    while True:
+        number += 1
+        kind = rng.choices(list(kinds), weights)[0]
+        gap = rng.uniform(0.1, 0.8)
+        every = rng.random() < (0.5 if kind in ("reset", "blackhole", "latency", "cut") else 1)
+        pick = rng.randrange(1_000_000)
+        if kind == "reset":
+            yield Fault(number, kind, gap, 0.0, every, pick)
+        elif kind == "blackhole":
+            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), every, pick)
+        elif kind == "latency":
+            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), every, pick,
+                        float(rng.randrange(100, 800, 50)))
+        elif kind == "cut":
+            yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), every, pick,
+                        float(rng.randrange(1, 200)))
+        elif kind == "down":
+            yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), True, pick)
+        else:
+            yield Fault(number, "pause", gap, rng.uniform(0.2, 1.5), False, pick)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A fault as it was applied: its real interval (``time.monotonic()``, the clock of the
+    workers' logs) and what it hit."""
+
+    fault: Fault
+    start: float
+    end: float
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fault": asdict(self.fault), "start": self.start, "end": self.end,
+                "detail": self.detail}
+
+
+class Nemesis:
+    """Applies a plan in a thread until :meth:`stop`; see the module docstring.
+
+    ``pausable`` gives the worker processes a pause may stop (index -> pid), asked at
+    the moment of the pause, so a worker that has exited is never signalled.
+    """
+
+    def __init__(
+        self,
+        faults: Iterator[Fault],
+        *,
+        network: Network | None,
+        pausable: Callable[[], Mapping[int, int]],
+        log_path: Path,
+    ) -> None:
+        self._faults = faults
+        self._network = network
+        self._pausable = pausable
+        self._log_path = log_path
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._paused: set[int] = set()
+        self._lock = threading.Lock()
+        self.applied: list[Applied] = []
+        #: Why the nemesis stopped early (an error applying a fault), if it did.
+        self.error: str | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="chongming-nemesis", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> float:
+        """Stop applying faults, undo the current one, heal everything; return the instant
+        (``time.monotonic()``) from which the network and every worker are healthy."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30.0)
+        self._heal()
+        return time.monotonic()
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        try:
+            for fault in self._faults:
+                if self._stop.wait(fault.gap):
+                    return
+                start = time.monotonic()
+                detail, undo = self._begin(fault)
+                if fault.duration > 0:
+                    self._stop.wait(fault.duration)
+                undo()
+                self._record(Applied(fault, start, time.monotonic(), detail))
+        except Exception as exc:  # a nemesis that breaks must not take the run with it
+            self.error = f"the nemesis stopped: {type(exc).__name__}: {exc}"
+
+    def _record(self, applied: Applied) -> None:
+        self.applied.append(applied)
+        with self._log_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(applied.to_json(), separators=(",", ":")) + "\n")
+
+    def _heal(self) -> None:
+        with self._lock:
+            paused, self._paused = set(self._paused), set()
+        for pid in paused:
+            _signal(pid, signal.SIGCONT)
+        if self._network is not None:
+            self._network.heal()
+
+    # -- one fault --------------------------------------------------------------------------
+    def _begin(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        if fault.kind == "pause":
+            return self._pause(fault)
+        proxies = self._network.proxies if self._network is not None else []
+        if not proxies:
+            return "no proxy to act on", _nothing
+        if fault.kind == "reset":
+            if fault.every:
+                n = sum(p.reset() for p in proxies)
+                return f"reset {n} connection(s)", _nothing
+            proxy, conn = _one_connection(proxies, fault.pick)
+            if conn is None:
+                return "no live connection to reset", _nothing
+            proxy.reset(conn)
+            return f"reset connection {conn} of {proxy.address[1]}", _nothing
+        if fault.kind == "down":
+            for p in proxies:
+                p.down()
+
+            def up() -> None:
+                for p in proxies:
+                    p.up()
+
+            return f"{len(proxies)} endpoint(s) down", up
+        name = f"nemesis-{fault.number}"
+        if fault.every:
+            targets: list[tuple[Any, int | None]] = [(p, None) for p in proxies]
+        else:
+            proxy, conn = _one_connection(proxies, fault.pick)
+            if conn is None:
+                return "no live connection to act on", _nothing
+            targets = [(proxy, conn)]
+        added: list[tuple[Any, str]] = []
+        for proxy, conn in targets:
+            if fault.kind == "blackhole":
+                for direction in ("upstream", "downstream"):
+                    proxy.add_toxic(f"{name}-{direction}", Timeout(0.0),
+                                    direction=direction, connection=conn)
+                    added.append((proxy, f"{name}-{direction}"))
+            elif fault.kind == "latency":
+                proxy.add_toxic(name, Latency(fault.amount, fault.amount / 4),
+                                direction="downstream", connection=conn)
+                added.append((proxy, name))
+            elif fault.kind == "cut":
+                proxy.add_toxic(name, LimitData(int(fault.amount)), direction="downstream",
+                                connection=conn)
+                added.append((proxy, name))
+        where = "every connection" if fault.every else f"connection {targets[0][1]}"
+
+        def undo() -> None:
+            for proxy, toxic in added:
+                proxy.remove_toxic(toxic)
+
+        return f"{fault.kind} on {where}", undo
+
+    def _pause(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        live = sorted(self._pausable().items())
+        if not live:
+            return "no worker to pause", _nothing
+        index, pid = live[fault.pick % len(live)]
+        with self._lock:
+            self._paused.add(pid)
+        _signal(pid, signal.SIGSTOP)
+
+        def undo() -> None:
+            with self._lock:
+                self._paused.discard(pid)
+            _signal(pid, signal.SIGCONT)
+
+        return f"paused worker {index} (pid {pid})", undo
+
+
+def _nothing() -> None:
+    return None
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it exited (or was killed) meanwhile
+        os.kill(pid, sig)
+
+
+def _one_connection(proxies: Sequence[Any], pick: int) -> tuple[Any, int | None]:
+    """The proxy and live connection ``pick`` chooses (modulo what is live now)."""
+    live = [(p, c) for p in proxies for c in p.connections()]
+    if not live:
+        return proxies[0], None
+    proxy, conn = live[pick % len(live)]
+    return proxy, conn
+
+
+def read_nemesis_log(logdir: str | Path) -> list[dict[str, Any]]:
+    """The applied faults a kept run logged (``[]`` when the run had no nemesis)."""
+    path = Path(logdir) / LOG_NAME
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

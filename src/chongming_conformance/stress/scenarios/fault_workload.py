@@ -1,0 +1,240 @@
+"""``fault_workload`` proves XP-FAULT-SAFETY, -RECOVERY and -NO-HANG: the mixed workload
+under a nemesis.
+
+The mixed workload (``mixed_workload``: every worker a seeded random mix of all 14
+calls, crashing workers SIGKILLed mid-call, every call recorded) runs while the nemesis
+(``faults.nemesis``) breaks the world around it with the seed's fault sequence: TCP
+resets at random instants (some between a COMMIT and its reply), blackholes (a server
+that stops answering without closing the socket), latency spikes, replies cut
+mid-stream, the server down, and worker processes paused (SIGSTOP) mid-call. Network
+faults need the store's connections routed through the kit's proxies (the
+``network`` keyword of ``make_shared_store``, docs/faults.md); pauses need nothing.
+
+Three phases. **Faults**: at least the profile's rounds and at least its
+``fault_seconds``, the nemesis applying one fault after another. **Recovery**: worker 0
+tells the parent, which stops the nemesis and heals everything; every worker then reads
+through each of its store instances for :data:`RECOVERY_SECONDS` (a call may fail
+there: a connection the last fault broke is found out by using it). **Healthy tail**:
+:data:`TAIL_ROUNDS` more rounds, with their check phases and the final drain.
+
+The verdicts, each on its own clause:
+
+* **safety** (XP-FAULT-SAFETY): the linearizability checker on the whole history, with
+  every call that raised taken as an unknown effect -- it may have happened or not --
+  and every answer taken at its word: a ``ConcurrencyConflict`` says the save had no
+  effect, a returned ``complete`` says the command is finished. So a save retried after
+  a lost reply that reports a conflict, or a write that swallowed its error and said
+  "done", cannot be linearized. Errors during the fault and recovery phases are
+  unknown effects, never anomalies by themselves; before the first fault the healthy
+  rules of the mixed workload apply.
+* **recovery** (XP-FAULT-RECOVERY): after the recovery window every call succeeds again
+  (the healthy rules: only a save's conflict and a duplicate id's StoreError); a store
+  that keeps a dead connection fails every call there.
+* **no hang** (XP-FAULT-NO-HANG): no call takes longer than :data:`NO_HANG_SECONDS`. A
+  call still pending that long is reported at once and its worker killed (its effect is
+  then unknown), so a store with no client-side timeout fails this clause in seconds
+  instead of running into the scenario's deadline; the run then ends early and recovery
+  is not judged (a knock-on).
+
+Interleaving assumption: none beyond the mixed workload's. A fault never makes an
+answer wrong by itself: a correct store raises (unknown effect) or answers truthfully,
+whatever the fault and whenever it lands.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from ...faults.nemesis import LOG_NAME, Nemesis, kinds_for, plan
+from ..harness import Group, Harness
+from ..log import Logs, Op, read_logs
+from . import mixed_workload as mixed
+from ._registry import Scenario, register
+
+SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
+#: Seconds after the heal in which a call may still fail; every later call must succeed.
+RECOVERY_SECONDS = 5.0
+#: Seconds a call may take, whatever the fault (a blackhole, the server down, a pause).
+NO_HANG_SECONDS = 20.0
+#: Healthy rounds after the recovery window.
+TAIL_ROUNDS = 3
+#: How often the hang watch reads the workers' logs (seconds).
+WATCH_EVERY = 1.0
+
+
+def run(h: Harness) -> None:
+    """The mixed workload with the nemesis; see the module docstring."""
+    mode = h.profile.faults
+    seed = h.profile.seed
+    kinds = kinds_for(mode, network=h.network is not None)
+    unrouted = _unrouted(h, mode)
+    n, cycles = h.profile.processes, h.profile.crash_cycles
+    group = mixed.launch(h, tail=TAIL_ROUNDS, recovery=RECOVERY_SECONDS)
+    nemesis = Nemesis(
+        plan(seed, kinds), network=h.network,
+        pausable=lambda: {i: p.pid for i, p in group.procs.items()
+                          if i < n and p.pid is not None and p.is_alive()},
+        log_path=h.logdir / LOG_NAME)
+    watch = HangWatch(h, group, range(n))
+    # Faults begin once every worker has opened its stores (worker 0 passed the first
+    # barrier): opening is the factory's business, not the workload's.
+    mixed.await_signal(h, group, mixed.signals_of(h) / "started", 0, range(n))
+    began = time.monotonic()
+    nemesis.start()
+    try:
+        _fault_phase(h, group, watch, n, cycles, seed)
+    finally:
+        healed = nemesis.stop()  # also when the phase raised: never leave a worker stopped
+    signals = mixed.signals_of(h)
+    (signals / "healed.tmp").write_text(repr(healed), encoding="utf-8")
+    (signals / "healed.tmp").replace(signals / "healed")
+    logs = group.finish(watch=watch.tick)
+    watch.final(logs)
+    _cover(h, mode, kinds, nemesis, began, healed)
+    if nemesis.error:
+        h.errors.append(nemesis.error)
+    judge(h, logs, began=min([began, *(a.start for a in nemesis.applied)]),
+          healed=healed, hung=bool(watch.hung))
+    if unrouted and not h.anomalies:
+        h.not_verified(unrouted)
+
+
+def _unrouted(h: Harness, mode: str) -> str | None:
+    """Why network faults were asked for and none could reach the store (None: they could,
+    were not asked for, or the store declares it has no network)."""
+    if mode != "network" or h.network_absent is not None:
+        return None
+    if h.network is None:
+        return ("faults: network was requested, but make_shared_store() takes no 'network' "
+                "keyword, so no network fault could reach the store (only pauses ran): route "
+                "the workers' connections through network.route(host, port) (docs/faults.md), "
+                "or declare CHONGMING_CAPABILITIES = {'unsupported': {'network': REASON}} if "
+                "the store talks to no server")
+    return None
+
+
+def _fault_phase(h: Harness, group: Group, watch: HangWatch, n: int, cycles: int,
+                 seed: int) -> None:
+    """Until worker 0 reaches the quiet round: kill each crashing worker once it is busy,
+    and watch for hung calls."""
+    signals = mixed.signals_of(h)
+    rng = random.Random(seed)
+    kill_at: dict[int, float] = {}
+    done: set[int] = set()
+    mixers = [group.procs[i] for i in range(n)]
+    enough_at = time.monotonic() + h.profile.fault_seconds
+    while h.remaining() > 0 and any(p.is_alive() for p in mixers):
+        if (signals / "quiet").exists():
+            break
+        if time.monotonic() >= enough_at and not (signals / "enough").exists():
+            (signals / "enough").touch()  # worker 0 turns the run quiet at its next round
+        for k in range(cycles):
+            if k in done:
+                continue
+            if k not in kill_at and (signals / f"busy{k}").exists():
+                kill_at[k] = time.monotonic() + rng.uniform(0.0, 0.05)
+            if k in kill_at and time.monotonic() >= kill_at[k]:
+                group.kill(n + k)
+                done.add(k)
+        watch.tick()
+        time.sleep(0.01)
+    for k in range(cycles):  # a crasher that never got busy is killed unstarted
+        if k not in done:
+            group.kill(n + k)
+
+
+class HangWatch:
+    """Reads the mixers' logs every second; a call pending longer than the no-hang bound is
+    an anomaly, and its worker is killed (the others then leave at the broken barrier)."""
+
+    def __init__(self, h: Harness, group: Group, workers: Sequence[int]) -> None:
+        self._h = h
+        self._group = group
+        self._workers = list(workers)
+        self._next = 0.0
+        self.hung: dict[int, Op] = {}
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + WATCH_EVERY
+        paths = {i: self._group.paths[i] for i in self._workers if i not in self.hung}
+        self._check(read_logs(paths), now, kill=True)
+
+    def final(self, logs: Logs) -> None:
+        """Calls that ended after the bound (a watch tick can miss a call that returned
+        between two reads)."""
+        for i in self._workers:
+            if i in self.hung:
+                continue
+            for op in logs.ops.get(i, []):
+                if op.t_return is not None and op.t_return - op.t_invoke > NO_HANG_SECONDS:
+                    self._report(op, f"took {op.t_return - op.t_invoke:.1f} s")
+                    self.hung[i] = op
+                    break
+
+    def _check(self, logs: Logs, now: float, *, kill: bool) -> None:
+        for i in self._workers:
+            op = logs.last_pending(i)
+            if op is None or i in self.hung or now - op.t_invoke <= NO_HANG_SECONDS:
+                continue
+            self.hung[i] = op
+            self._report(op, f"had not returned {now - op.t_invoke:.1f} s after it was called "
+                         "(worker killed)")
+            if kill:
+                self._group.kill(i)
+                self._group.barrier.abort()
+
+    def _report(self, op: Op, what: str) -> None:
+        self._h.anomaly(
+            "hang",
+            f"worker {op.worker}: {op.describe()} {what}; a call must end -- return or raise "
+            f"StoreError -- within {NO_HANG_SECONDS:g} s even when the server stops answering "
+            "(give the store a client-side timeout: TCP keepalives do not fire while the "
+            "peer's kernel still acknowledges)",
+            cites=[op], clause=NO_HANG, worker=op.worker, op=op.op)
+
+
+def _cover(h: Harness, mode: str, kinds: Sequence[str], nemesis: Nemesis, began: float,
+           healed: float) -> None:
+    """What the run covered, for every report of it (seed, kinds, faults applied, proxies)."""
+    counts = Counter(a.fault.kind for a in nemesis.applied)
+    applied = ", ".join(f"{k}×{counts[k]}" for k in sorted(counts)) or "none"
+    network = ("no network (declared: " + h.network_absent + ")" if h.network_absent
+               else "routed: " + "; ".join(h.network.endpoints()) if h.network is not None
+               and h.network.proxies else "not routed")
+    h.coverage.append(f"faults {mode} (seed {h.profile.seed}): kinds {', '.join(kinds)}; "
+                      f"{len(nemesis.applied)} applied in {healed - began:.1f} s ({applied}); "
+                      f"network {network}; replay with the same seed and profile")
+    h.stats.update(fault_seed=h.profile.seed, fault_mode=mode, faults_applied=dict(counts),
+                   fault_seconds=round(healed - began, 2))
+    if mode == "network" and h.network is not None and not h.network.proxies:
+        h.not_verified("make_shared_store() took the 'network' keyword but routed no "
+                       "connection through network.route(host, port): no network fault "
+                       "reached the store")
+
+
+def judge(h: Harness, logs: Logs, *, began: float, healed: float, hung: bool) -> None:
+    """Errors by phase, then the checker's verdict on the whole history (see the module
+    docstring); ``hung``: a worker was killed for hanging, so recovery cannot be judged."""
+    window_end = healed + RECOVERY_SECONDS
+    ops = list(logs.all_ops())
+    before = [o for o in ops if _ended_before(o, began)]
+    after = [o for o in ops if o.t_invoke >= window_end]
+    mixed.report_disallowed_errors(h, before, clause=SAFETY)
+    if not hung:
+        mixed.report_disallowed_errors(h, after, kind="not-recovered", clause=RECOVERY)
+    mixed.verdict(h, logs, h.profile.seed, clause=SAFETY)
+
+
+def _ended_before(op: Op, instant: float) -> bool:
+    return op.t_return is not None and op.t_return < instant
+
+
+SCENARIO = register(Scenario(name="fault_workload", clause=SAFETY,
+                             rule="history_linearizable_under_faults", run=run,
+                             also=(RECOVERY, NO_HANG), faults=True))
