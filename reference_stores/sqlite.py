@@ -73,6 +73,15 @@ from chongming_conformance.codec import (
 
 __all__ = ["SqliteTaskStore", "make_memory_store", "make_shared_store", "make_store"]
 
+#: What this store tells the kit about itself (docs/plugin.md, "Capabilities"): it talks
+#: to no server, so no network fault can reach it. A fault run (--chongming-faults) then
+#: pauses its worker processes only, and the network fault clauses are UNSUPPORTED.
+CHONGMING_CAPABILITIES = {
+    "unsupported": {
+        "network": "a database file on local disk: no connection a network fault could break",
+    },
+}
+
 #: How long a writer waits for another connection's write lock before StoreError.
 BUSY_TIMEOUT_SECONDS = 10.0
 

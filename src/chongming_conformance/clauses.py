@@ -384,7 +384,7 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "the answer the store gave (a claim skipping only rows a concurrent call may hold "
      "locked), and no call raises what the guide does not allow there."),
     # -- under faults (the nemesis of --chongming-faults; docs/faults.md) --------------------
-    ("XP-FAULT-SAFETY", _M, "§8 §3 §6", _X,
+    ("XP-FAULT-SAFETY", _M, "§8 §6", _X,
      "Under injected faults (connections reset, blackholed, slowed or cut mid-reply, worker "
      "processes paused and killed) the recorded history is still linearizable with every "
      "call that raised taken as an unknown effect: no acknowledged write is lost, a call "
@@ -392,7 +392,7 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-FAULT-RECOVERY", _M, "§8 §6", _X,
      "After the network heals, every worker's calls succeed again within the recovery "
      "bound: the store replaces a broken connection instead of keeping it."),
-    ("XP-FAULT-NO-HANG", _S, "§8 §6", _X,
+    ("XP-FAULT-NO-HANG", _M, "§8 §6 §10", _X,
      "A call made while the server does not answer (a blackholed connection) ends -- "
      "returns or raises StoreError -- within the no-hang bound instead of waiting for ever."),
 )

@@ -6,10 +6,14 @@ import pytest
 from plugin_helpers import clause, load_report, run, table_outcome
 
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
+from chongming_conformance.clauses import FAULT_MODES_NEEDED
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.suite import SUITE_DIR, suite_files
 
 CONTRACT_TESTS = len([name for name in dir(StoreContract) if name.startswith("test_")])
+#: The clauses only a fault run judges, and those a store without a network cannot meet.
+FAULT_CLAUSES = sorted(FAULT_MODES_NEEDED)
+NO_NETWORK = {cid for cid, mode in FAULT_MODES_NEEDED.items() if mode == "network"}
 #: Contract tests that skip outside the thorough profile (PRUNE-LARGE writes 100,000 tasks).
 THOROUGH_ONLY = len([name for name in dir(StoreContract) if name.startswith("test_prune_large")])
 
@@ -22,7 +26,10 @@ def stress_wired() -> bool:
 @pytest.mark.parametrize("module", ["memory", "sqlite", "jsonfile"])
 def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, module: str) -> None:
     spec = f"reference_stores.{module}:make_store"
-    result = run(pytester, f"--chongming-store={spec}", "--chongming-report=out/report.json")
+    # SQLite under the fault run too: it declares no network, so pauses only.
+    faults = ["--chongming-faults=network"] if module == "sqlite" else []
+    result = run(pytester, f"--chongming-store={spec}", "--chongming-report=out/report.json",
+                 *faults)
     assert result.ret == 0, result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= CONTRACT_TESTS
@@ -38,6 +45,8 @@ def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, m
             assert got == "PASS", cid
         elif c.scope is Scope.REVIEW:
             assert got == "NOT VERIFIED", cid
+        elif module == "sqlite" and cid in NO_NETWORK:
+            assert got == "UNSUPPORTED", cid  # declared: a file has no network to break
         elif module == "sqlite" and stress_wired():
             assert got == "PASS", cid  # the stress scenarios ran on make_shared_store
         else:
@@ -67,20 +76,35 @@ def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, m
         assert doc["store"]["shared_spec"] == "reference_stores.sqlite:make_shared_store"
         expected = "PASS" if stress_wired() else "NOT VERIFIED"
         for cid, c in CLAUSES.items():
-            if c.scope is Scope.CROSS_PROCESS:
+            if c.scope is Scope.CROSS_PROCESS and cid not in NO_NETWORK:
                 assert clause(doc, cid)["outcome"] == expected, cid
+        assert doc["run"]["stress_profile"]["faults"] == "network"
+    else:
+        # No fault run was requested: the fault clauses are left out, and the summary says so.
+        assert "fault clause(s) (XP-FAULT-SAFETY, XP-FAULT-RECOVERY, XP-FAULT-NO-HANG" in out
+        assert not any(clause(doc, cid)["gated"] for cid in FAULT_CLAUSES)
 
 
 @pytest.mark.postgres
 @pytest.mark.usefixtures("postgres_dsn")  # visible skip, or a failure when required
-def test_postgres_store_is_green(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--chongming-store=reference_stores.postgres:make_store")
+def test_postgres_store_is_green_under_network_faults(pytester: pytest.Pytester) -> None:
+    """The whole suite and the fault run (resets, blackholes, latency, cut replies, the
+    server down, pauses) through the plugin: the must gate passes, every fault clause PASS."""
+    result = run(pytester, "--chongming-store=reference_stores.postgres:make_store",
+                 "--chongming-faults=network", "--chongming-gate=must",
+                 "--chongming-report=out/report.json")
     assert result.ret == 0, result.stdout.str()
-    assert table_outcome(result.stdout.str(), "QUERY-TAG-EXACT") == "PASS"
+    out = result.stdout.str()
+    assert table_outcome(out, "QUERY-TAG-EXACT") == "PASS"
+    doc = load_report(pytester.path / "out" / "report.json")
+    assert doc["run"]["gate_passed"] is True
+    for cid in FAULT_CLAUSES:
+        assert clause(doc, cid)["outcome"] == "PASS", (cid, clause(doc, cid)["note"])
+        assert clause(doc, cid)["gated"] is True
 
 
 @pytest.mark.mariadb
-def test_mariadb_store_is_green_with_every_cross_process_clause(
+def test_mariadb_store_is_green_with_every_cross_process_clause_under_network_faults(
     pytester: pytest.Pytester, mariadb_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The whole packaged suite on MariaDB, as a third party runs it: the gate, XP and XP-CTRL."""
@@ -88,7 +112,7 @@ def test_mariadb_store_is_green_with_every_cross_process_clause(
     spec = "reference_stores.mariadb:make_store"
     result = run(
         pytester, f"--chongming-store={spec}", "--chongming-gate=must",
-        "--chongming-report=out/report.json",
+        "--chongming-faults=network", "--chongming-report=out/report.json",
     )
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
