@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chongming_conformance.faults import Network, Nemesis, plan, read_nemesis_log
+from chongming_conformance.faults import Nemesis, Network, plan, read_nemesis_log
 from chongming_conformance.faults.nemesis import NETWORK_KINDS, Fault, kinds_for
 
 

@@ -44,6 +44,11 @@ def is_stress_nodeid(nodeid: str) -> bool:
     return _STRESS_FILE in nodeid
 
 
+def is_fault_nodeid(nodeid: str) -> bool:
+    """Whether the test is the fault run (it runs only with ``--chongming-faults``)."""
+    return is_stress_nodeid(nodeid) and "::test_xp_fault_" in nodeid
+
+
 #: The suite's long tests by file, longest kind first: the stress scenarios (one group,
 #: seconds each on a server), the state machine (the longest single test: 11-25 s), the
 #: hypothesis properties (2-10 s each). Everything else takes milliseconds.

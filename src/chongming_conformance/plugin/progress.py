@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from ..progress import reporting
-from .itemdata import is_stress_nodeid, serial_nodeid
+from .itemdata import is_fault_nodeid, is_stress_nodeid, serial_nodeid
 
 __all__ = ["Progress"]
 
@@ -54,6 +54,8 @@ class Progress:
 
     def _phase(self, nodeid: str) -> str | None:
         if self.stress_profile is not None and is_stress_nodeid(nodeid):
+            if is_fault_nodeid(nodeid) and getattr(self.stress_profile, "faults", "none") == "none":
+                return None  # not requested: it runs nothing, no line would say anything
             return "stress"
         if self.thorough and _is_long_hypothesis_nodeid(nodeid):
             return "hypothesis"
@@ -113,8 +115,10 @@ class Progress:
         detail = ""
         if phase == "stress":
             p = self.stress_profile
+            faults = (f", faults {p.faults}, seed {p.seed}, at least {p.fault_seconds:g} s"
+                      if is_fault_nodeid(nodeid) else "")
             detail = (f" ({p.name}: {p.processes} processes, {p.rounds} rounds, "
-                      f"{p.deadline:g} s bound)")
+                      f"{p.deadline:g} s bound{faults})")
         total = max(self.planned[phase], number)
         self._write(f"{phase} {number}/{total} {name}{detail}")
 

@@ -63,7 +63,8 @@ def left_out_line(doc: Mapping[str, Any]) -> str | None:
     right: review clauses (never observable), and fault clauses whose faults were not
     requested."""
     review = [e["id"] for e in doc["clauses"] if e.get("scope") == "review"]
-    faults = [e["id"] for e in doc["clauses"] if not e["gated"] and e.get("scope") != "review"]
+    faults = [e["id"] for e in doc["clauses"] if not e["gated"] and e.get("scope") != "review"
+              and e["outcome"] != "UNSUPPORTED"]
     parts = []
     if review:
         parts.append(f"{len(review)} review clause(s) (checked by review, not by tests)")

@@ -543,7 +543,8 @@ def launch(h: Harness, **extra: Any) -> Group:
     return group
 
 
-def await_signal(h: Harness, group: Group, signal: Path, setter: int, others: Iterable[int]) -> bool:
+def await_signal(h: Harness, group: Group, signal: Path, setter: int,
+                 others: Iterable[int]) -> bool:
     """Wait for worker ``setter``'s ``signal`` file; False once it, or every one of
     ``others`` (who start it), has exited, or at the deadline."""
     crowd = [group.procs[i] for i in others]
