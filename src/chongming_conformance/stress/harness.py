@@ -39,7 +39,7 @@ from .calls import encode_value, recorded_call
 from .diagnosis import deadline_report
 from .log import Logs, Op, OpLog, read_logs
 from .stress_profiles import StressProfile
-from .timeline import entries_from_logs, slice_of
+from .timeline import run_entries, slice_of
 
 __all__ = [
     "Anomaly",
@@ -552,7 +552,7 @@ class Harness:
         so the workers are named as in the kept logs."""
         if not any(a.cites and not a.timeline for a in self.anomalies):
             return  # a clean run: decoding every logged call (2 s on a mixed workload) for nothing
-        entries = entries_from_logs(self.named_groups())
+        entries = run_entries(self.named_groups(), self.logdir)
         done = 0
         for k, a in enumerate(self.anomalies):
             if done >= limit:

@@ -8,7 +8,9 @@ them merged in real-time order. A timeline line is one call::
 the invoke and return times in seconds after the run's first call (``pending``
 when it never returned), the worker (``g2.w1`` when the run had several groups
 of workers), its log sequence number and round, the call with its arguments, and
-its result or error. ``»`` marks the calls an anomaly is about. A call logged with
+its result or error; a fault run's faults are lines of their own (worker ``nemesis``,
+from the fault's start to its end). ``»`` marks the calls an anomaly is about. A call
+logged with
 ``record=True`` shows its full arguments and result (``stress.calls``); other
 calls show the summary their scenario logged.
 
@@ -40,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..faults.nemesis import Fault, read_nemesis_log
 from ..model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .calls import decode_args, decode_value
 from .log import Logs, Op, read_log_dir
@@ -52,10 +55,12 @@ __all__ = [
     "Entry",
     "cited_slice",
     "entries_from_logs",
+    "entries_from_nemesis",
     "entry_from_op",
     "format_value",
     "main",
     "render",
+    "run_entries",
     "select",
     "slice_around",
     "slice_of",
@@ -302,13 +307,40 @@ def entries_from_logs(groups: Iterable[tuple[str, Logs]] | Logs) -> list[Entry]:
     return out
 
 
+#: The "worker" of a fault's line: the nemesis (``faults.nemesis``) of a fault run.
+NEMESIS = "nemesis"
+
+
+def entries_from_nemesis(logdir: str | Path) -> list[Entry]:
+    """The faults a fault run applied (its ``nemesis.jsonl``), one line each, from the
+    fault's start to its end: ``nemesis #3  blackhole every connection for 1.2 s → blackhole
+    on every connection``. Empty for a run without a nemesis."""
+    out = []
+    for rec in read_nemesis_log(logdir):
+        fault = Fault(**rec["fault"])
+        out.append(Entry(NEMESIS, fault.number, fault.describe(), str(rec.get("detail", "")),
+                         float(rec["start"]), float(rec["end"])))
+    return out
+
+
+def run_entries(groups: Iterable[tuple[str, Logs]], logdir: str | Path | None) -> list[Entry]:
+    """Every call of a run and, for a fault run, every fault applied, in time order."""
+    entries = entries_from_logs(list(groups))
+    if logdir is not None:
+        entries += entries_from_nemesis(logdir)
+        entries.sort(key=lambda e: (e.t_invoke, e.worker, e.seq))
+    return entries
+
+
 def select(entries: Iterable[Entry], *, task: str | None = None, command: str | None = None,
            start: float | None = None, end: float | None = None) -> list[Entry]:
-    """The entries that mention ``task`` / ``command`` and overlap ``[start, end]``."""
+    """The entries that mention ``task`` / ``command`` and overlap ``[start, end]`` (a
+    fault's line whenever it overlaps: what broke the world around the calls)."""
     lo = -math.inf if start is None else start
     hi = math.inf if end is None else end
     return [e for e in entries
-            if (task is None or task in e.tasks) and (command is None or command in e.commands)
+            if (e.worker == NEMESIS or ((task is None or task in e.tasks)
+                and (command is None or command in e.commands)))
             and e.overlaps(lo, hi)]
 
 
@@ -504,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 4
-    entries = entries_from_logs(groups)
+    entries = run_entries(groups, args.logdir)
     zero = origin_of(entries)
     if args.around is not None:
         entries = in_window(entries, zero, args.around, args.window)
