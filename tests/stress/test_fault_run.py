@@ -21,6 +21,7 @@ from chongming_conformance.stress import StressContract, run_all
 from chongming_conformance.stress.contract import NotVerified
 from chongming_conformance.stress.runner import selected
 from chongming_conformance.stress.stress_profiles import get_profile
+from chongming_conformance.stress.timeline import main as timeline_main
 from reference_stores import sqlite as sqlite_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,17 +82,25 @@ def test_the_contract_reports_an_unrequested_fault_run_not_verified() -> None:
         case.teardown_method()
 
 
-def test_sqlite_under_pauses_passes_and_says_what_it_covered() -> None:
+def test_sqlite_under_pauses_passes_and_says_what_it_covered(
+        capsys: pytest.CaptureFixture[str]) -> None:
     """The correct SQLite store, pauses only (it declares no network): PASS, and the result
     names the seed, the kinds and the faults applied."""
     profile = dataclasses.replace(QUICK, faults="network", seed=3, fault_seconds=4.0)
     [result] = run_all(sqlite_store.make_shared_store, profile, scenarios=["fault_workload"],
-                       network_absent="a file on local disk")
+                       network_absent="a file on local disk", keep_logs=True)
     assert result.ok, result.report()
     [line] = result.coverage
     assert "faults network (seed 3): kinds pause;" in line
     assert "no network (declared: a file on local disk)" in line
     assert result.stats["fault_seed"] == 3 and result.stats["faults_applied"].get("pause", 0) >= 1
+    # The timeline shows each fault among the calls, as a line of the nemesis.
+    assert result.log_dir is not None
+    assert timeline_main([result.log_dir, "--task", "mix-t0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    faults = [x for x in lines if " nemesis #" in x]
+    assert faults and all("pause one worker for" in x and "paused worker" in x for x in faults)
+    assert any("get('mix-t0')" in x for x in lines)
 
 
 def test_network_faults_without_the_seam_are_not_verified() -> None:
