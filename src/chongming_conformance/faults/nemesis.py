@@ -12,6 +12,12 @@ log folder), which is what the verdicts and the timeline read.
 
 The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
 
+* ``lost-reply`` -- aimed at calls in flight (a request went up, no reply has come
+  down): the next reply is dropped and the connection closed. The server has run the
+  request -- committed it -- and the client only sees the connection die: the call
+  raises, its effect happened;
+* ``lost-request`` -- every live connection drops what the clients send for a moment,
+  then closes: the calls raise quickly and none of them reached the server;
 * ``reset`` -- every connection (or one) gets a TCP RST at a random instant, so some
   land between a COMMIT and its reply: the call raises, its effect is unknown;
 * ``blackhole`` -- nothing is forwarded for a few seconds and what was sent is lost
@@ -55,12 +61,15 @@ __all__ = [
     "read_nemesis_log",
 ]
 
-NETWORK_KINDS = ("reset", "blackhole", "latency", "cut", "down")
+NETWORK_KINDS = ("lost-reply", "lost-request", "reset", "blackhole", "latency", "cut", "down")
 PAUSE_KINDS = ("pause",)
 #: The file a nemesis logs its applied faults to, in the run's log folder.
 LOG_NAME = "nemesis.jsonl"
-#: Relative weights: resets are the commonest fault and the cheapest to run.
-_WEIGHTS = {"reset": 4, "blackhole": 2, "latency": 2, "cut": 2, "down": 1, "pause": 2}
+#: Relative weights. The faults aimed at calls in flight come first: they are what a store
+#: mishandles (an unknown effect taken for a known one), and they cost the run nothing. A
+#: blackhole holds every worker for the store's client timeout, so it comes seldom.
+_WEIGHTS = {"lost-reply": 8, "lost-request": 4, "reset": 2, "blackhole": 1, "latency": 1,
+            "cut": 1, "down": 1, "pause": 1}
 
 
 def kinds_for(mode: str, *, network: bool) -> tuple[str, ...]:
@@ -90,6 +99,12 @@ class Fault:
 
     def describe(self) -> str:
         who = "every connection" if self.every else "one connection"
+        busy = "every busy connection" if self.every else "one busy connection"
+        if self.kind == "lost-reply":
+            return f"lose the next reply on {busy}"
+        if self.kind == "lost-request":
+            return f"lose requests on every live connection for {self.amount:.0f} ms, then " \
+                   "close them"
         if self.kind == "reset":
             return f"reset {who}"
         if self.kind == "blackhole":
@@ -118,10 +133,16 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
     while True:
         number += 1
         kind = rng.choices(list(kinds), weights)[0]
-        gap = rng.uniform(0.1, 0.8)
-        every = rng.random() < (0.5 if kind in ("reset", "blackhole", "latency", "cut") else 1)
+        # A lost reply costs the run one connection: it may come often.
+        gap = rng.uniform(0.05, 0.3) if kind == "lost-reply" else rng.uniform(0.1, 0.8)
+        every = rng.random() < {"reset": 0.5, "latency": 0.5, "cut": 0.5, "lost-reply": 0.5,
+                                "blackhole": 0.25}.get(kind, 1.0)
         pick = rng.randrange(1_000_000)
-        if kind == "reset":
+        if kind == "lost-reply":
+            yield Fault(number, kind, gap, 0.5, every, pick)
+        elif kind == "lost-request":
+            yield Fault(number, kind, gap, 0.0, True, pick, float(rng.randrange(100, 500, 50)))
+        elif kind == "reset":
             yield Fault(number, kind, gap, 0.0, every, pick)
         elif kind == "blackhole":
             yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), every, pick)
@@ -178,6 +199,8 @@ class Nemesis:
         self.applied: list[Applied] = []
         #: Why the nemesis stopped early (an error applying a fault), if it did.
         self.error: str | None = None
+        #: When :meth:`hold` stopped it (``time.monotonic()``), if it did.
+        self.held_at: float | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="chongming-nemesis", daemon=True)
@@ -227,6 +250,19 @@ class Nemesis:
         proxies = self._network.proxies if self._network is not None else []
         if not proxies:
             return "no proxy to act on", _nothing
+        if fault.kind == "lost-reply":
+            return self._lose_reply(fault, proxies)
+        if fault.kind == "lost-request":
+            # Every live connection drops its requests for a moment, then closes: the calls
+            # sent meanwhile fail and none of them reached the server. (New connections are
+            # spared: a pool that reconnects at once is not held up.)
+            live = [(p, c) for p in proxies for c in p.connections()]
+            for p, c in live:
+                p.add_toxic(f"nemesis-{fault.number}-c{c}", Timeout(fault.amount),
+                            direction="upstream", connection=c)
+            time.sleep(fault.amount / 1000 + 0.05)  # the closes have happened
+            return (f"requests lost for {fault.amount:.0f} ms on {len(live)} connection(s)",
+                    _nothing)
         if fault.kind == "reset":
             if fault.every:
                 n = sum(p.reset() for p in proxies)
@@ -275,6 +311,39 @@ class Nemesis:
                 proxy.remove_toxic(toxic)
 
         return f"{fault.kind} on {where}", undo
+
+    def _lose_reply(self, fault: Fault, proxies: Sequence[Any]) -> tuple[str, Callable[[], None]]:
+        """The next reply of every busy connection (or one) is lost and its connection closed:
+        the server has run the request -- committed it -- and the client never hears so."""
+        # Wait (up to the fault's duration) for a call in flight: the workers may all be at
+        # a barrier for a moment.
+        until = time.monotonic() + fault.duration
+        busy = [(p, c) for p in proxies for c in p.busy_connections()]
+        while not busy and time.monotonic() < until and not self._stop.is_set():
+            time.sleep(0.002)
+            busy = [(p, c) for p in proxies for c in p.busy_connections()]
+        if not busy:
+            return "no call in flight", _nothing
+        if not fault.every:
+            busy = [busy[fault.pick % len(busy)]]
+        for proxy, conn in busy:
+            proxy.add_toxic(f"nemesis-{fault.number}-c{conn}", LimitData(0),
+                            direction="downstream", connection=conn)
+
+        def undo() -> None:
+            for proxy, conn in busy:  # (gone already once its connection closed)
+                proxy.remove_toxic(f"nemesis-{fault.number}-c{conn}")
+
+        where = ", ".join(str(c) for _, c in busy)
+        return f"next reply lost on busy connection(s) {where}", undo
+
+    def hold(self) -> None:
+        """Apply no further fault (the current one is undone as planned); :meth:`stop` still
+        heals. The fault run holds the nemesis while a call is stuck, so that a store with no
+        client-side timeout stays stuck instead of being freed by a later reset."""
+        if not self._stop.is_set():
+            self.held_at = time.monotonic()
+        self._stop.set()
 
     def _pause(self, fault: Fault) -> tuple[str, Callable[[], None]]:
         live = sorted(self._pausable().items())

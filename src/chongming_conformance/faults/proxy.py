@@ -183,6 +183,15 @@ class _Conn:
         self.tasks: list[asyncio.Task[None]] = []
         self.closed = False
         self.how: _Close | None = None
+        #: When the last chunk arrived from the client, and from the server (loop time): a
+        #: request is outstanding while the first is the later one (``busy``).
+        self.last_up = 0.0
+        self.last_down = 0.0
+
+    @property
+    def busy(self) -> bool:
+        """A request went up and no reply has started coming down since."""
+        return self.last_up > self.last_down
 
     def writers(self) -> list[asyncio.StreamWriter]:
         return [w for w in (self.client, self.server) if w is not None]
@@ -334,6 +343,14 @@ class FaultProxy:
             return []
         return self._call(self._connections)
 
+    def busy_connections(self) -> list[int]:
+        """Ids of the live connections with a request outstanding: data went up and no reply
+        has started coming down since. A fault aimed at one of them lands on a call in
+        flight -- between its request and its reply, after the server may have committed."""
+        if self._state == "stopped":
+            return []
+        return self._call(self._busy)
+
     def reset(self, connection: int | None = None) -> int:
         """Reset (RST) one live connection, or every one when None; how many were reset."""
         return self._call(lambda: self._reset(connection))
@@ -471,6 +488,9 @@ class FaultProxy:
 
     async def _connections(self) -> list[int]:
         return sorted(self._live)
+
+    async def _busy(self) -> list[int]:
+        return sorted(i for i, c in self._live.items() if c.busy)
 
     async def _reset(self, connection: int | None) -> int:
         if connection is None:
@@ -646,6 +666,10 @@ class FaultProxy:
                 if not data:
                     break
                 arrived = loop.time()
+                if direction == "upstream":
+                    conn.last_up = arrived
+                else:
+                    conn.last_down = arrived
                 data, delay, cut = self._chain(conn, direction, data)
                 if data:
                     lane.send(data, arrived + delay)

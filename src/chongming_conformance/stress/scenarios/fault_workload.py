@@ -46,7 +46,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...faults.nemesis import LOG_NAME, Nemesis, kinds_for, plan
 from ..harness import Group, Harness
@@ -66,6 +66,12 @@ NO_HANG_SECONDS = 20.0
 TAIL_ROUNDS = 3
 #: How often the hang watch reads the workers' logs (seconds).
 WATCH_EVERY = 1.0
+#: Seconds a call may be pending before the nemesis holds off (applies no further fault):
+#: longer than any fault lasts. A later reset would free a call a blackhole left stuck,
+#: hiding a store that has no client timeout at all; held, it stays stuck until the no-hang
+#: bound. (A correct store whose call waits this long -- its client timeout, then a wait for
+#: a connection -- only gets fewer faults after it; the report says when it held.)
+HOLD_SECONDS = 6.0
 
 
 def run(h: Harness) -> None:
@@ -81,7 +87,7 @@ def run(h: Harness) -> None:
         pausable=lambda: {i: p.pid for i, p in group.procs.items()
                           if i < n and p.pid is not None and p.is_alive()},
         log_path=h.logdir / LOG_NAME)
-    watch = HangWatch(h, group, range(n))
+    watch = HangWatch(h, group, range(n), on_stuck=nemesis.hold)
     # Faults begin once every worker has opened its stores (worker 0 passed the first
     # barrier): opening is the factory's business, not the workload's.
     mixed.await_signal(h, group, mixed.signals_of(h) / "started", 0, range(n))
@@ -153,10 +159,12 @@ class HangWatch:
     """Reads the mixers' logs every second; a call pending longer than the no-hang bound is
     an anomaly, and its worker is killed (the others then leave at the broken barrier)."""
 
-    def __init__(self, h: Harness, group: Group, workers: Sequence[int]) -> None:
+    def __init__(self, h: Harness, group: Group, workers: Sequence[int], *,
+                 on_stuck: Callable[[], None] = lambda: None) -> None:
         self._h = h
         self._group = group
         self._workers = list(workers)
+        self._on_stuck = on_stuck
         self._next = 0.0
         self.hung: dict[int, Op] = {}
 
@@ -183,6 +191,8 @@ class HangWatch:
     def _check(self, logs: Logs, now: float, *, kill: bool) -> None:
         for i in self._workers:
             op = logs.last_pending(i)
+            if op is not None and now - op.t_invoke > HOLD_SECONDS:
+                self._on_stuck()
             if op is None or i in self.hung or now - op.t_invoke <= NO_HANG_SECONDS:
                 continue
             self.hung[i] = op
@@ -210,9 +220,11 @@ def _cover(h: Harness, mode: str, kinds: Sequence[str], nemesis: Nemesis, began:
     network = ("no network (declared: " + h.network_absent + ")" if h.network_absent
                else "routed: " + "; ".join(h.network.endpoints()) if h.network is not None
                and h.network.proxies else "not routed")
+    held = ("" if nemesis.held_at is None else
+            f", held from {nemesis.held_at - began:.1f} s (a call was stuck)")
     h.coverage.append(f"faults {mode} (seed {h.profile.seed}): kinds {', '.join(kinds)}; "
-                      f"{len(nemesis.applied)} applied in {healed - began:.1f} s ({applied}); "
-                      f"network {network}; replay with the same seed and profile")
+                      f"{len(nemesis.applied)} applied in {healed - began:.1f} s ({applied}"
+                      f"{held}); network {network}; replay with the same seed and profile")
     h.stats.update(fault_seed=h.profile.seed, fault_mode=mode, faults_applied=dict(counts),
                    fault_seconds=round(healed - began, 2))
     if mode == "network" and h.network is not None and not h.network.proxies:
