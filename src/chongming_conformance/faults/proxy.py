@@ -62,6 +62,8 @@ CONNECT_TIMEOUT = 10.0
 """Seconds the upstream connect of one accepted client may take before the client is reset."""
 
 READ_SIZE = 65536
+BUSY_SECONDS = 0.1
+"""How recent a request must be for its connection to count as busy (a call in flight)."""
 MAX_DELAYED = 4 * 1024 * 1024
 """Bytes a direction may hold back for latency before it stops reading until they are sent."""
 
@@ -187,11 +189,15 @@ class _Conn:
         #: request is outstanding while the first is the later one (``busy``).
         self.last_up = 0.0
         self.last_down = 0.0
+        #: The client sent EOF (it is closing the connection: nothing more to answer).
+        self.up_eof = False
 
-    @property
-    def busy(self) -> bool:
-        """A request went up and no reply has started coming down since."""
-        return self.last_up > self.last_down
+    def busy(self, now: float) -> bool:
+        """A request went up less than :data:`BUSY_SECONDS` ago and no reply has started
+        coming down since (a client that said goodbye, or went quiet long ago, is not
+        waiting for an answer the way a call in flight is)."""
+        return (not self.up_eof and self.last_up > self.last_down
+                and now - self.last_up < BUSY_SECONDS)
 
     def writers(self) -> list[asyncio.StreamWriter]:
         return [w for w in (self.client, self.server) if w is not None]
@@ -490,7 +496,8 @@ class FaultProxy:
         return sorted(self._live)
 
     async def _busy(self) -> list[int]:
-        return sorted(i for i, c in self._live.items() if c.busy)
+        now = asyncio.get_running_loop().time()
+        return sorted(i for i, c in self._live.items() if c.busy(now))
 
     async def _reset(self, connection: int | None) -> int:
         if connection is None:
@@ -664,6 +671,8 @@ class FaultProxy:
                 if conn.closed:
                     return
                 if not data:
+                    if direction == "upstream":
+                        conn.up_eof = True
                     break
                 arrived = loop.time()
                 if direction == "upstream":
