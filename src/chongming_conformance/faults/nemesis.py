@@ -12,10 +12,10 @@ log folder), which is what the verdicts and the timeline read.
 
 The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
 
-* ``lost-reply`` -- aimed at calls in flight (a request went up, no reply has come
-  down): the next reply is dropped and the connection closed. The server has run the
-  request -- committed it -- and the client only sees the connection die: the call
-  raises, its effect happened;
+* ``lost-reply`` -- the next reply of every connection (or of one call in flight: a
+  request went up, no reply has come down) is dropped and the connection closed. The
+  server has run the request -- committed it -- and the client only sees the connection
+  die: the call raises, its effect happened;
 * ``lost-request`` -- every live connection drops what the clients send for a moment,
   then closes: the calls raise quickly and none of them reached the server;
 * ``reset`` -- every connection (or one) gets a TCP RST at a random instant, so some
@@ -99,9 +99,9 @@ class Fault:
 
     def describe(self) -> str:
         who = "every connection" if self.every else "one connection"
-        busy = "every busy connection" if self.every else "one busy connection"
         if self.kind == "lost-reply":
-            return f"lose the next reply on {busy}"
+            return ("lose the next reply on every connection" if self.every
+                    else "lose the next reply of one call in flight")
         if self.kind == "lost-request":
             return f"lose requests on every live connection for {self.amount:.0f} ms, then " \
                    "close them"
@@ -313,19 +313,23 @@ class Nemesis:
         return f"{fault.kind} on {where}", undo
 
     def _lose_reply(self, fault: Fault, proxies: Sequence[Any]) -> tuple[str, Callable[[], None]]:
-        """The next reply of every busy connection (or one) is lost and its connection closed:
-        the server has run the request -- committed it -- and the client never hears so."""
-        # Wait (up to the fault's duration) for a call in flight: the workers may all be at
-        # a barrier for a moment.
-        until = time.monotonic() + fault.duration
-        busy = [(p, c) for p in proxies for c in p.busy_connections()]
-        while not busy and time.monotonic() < until and not self._stop.is_set():
-            time.sleep(0.002)
+        """The next reply of every live connection (or of one busy one) is lost and the
+        connection closed: the server has run the request -- committed it -- and the client
+        never hears so. Each connection loses exactly one reply: whichever call it carries
+        next, a write as likely as a read."""
+        if fault.every:
+            busy = [(p, c) for p in proxies for c in p.connections()]
+        else:
+            # Wait (up to the fault's duration) for a call in flight: the workers may all
+            # be at a barrier for a moment.
+            until = time.monotonic() + fault.duration
             busy = [(p, c) for p in proxies for c in p.busy_connections()]
+            while not busy and time.monotonic() < until and not self._stop.is_set():
+                time.sleep(0.002)
+                busy = [(p, c) for p in proxies for c in p.busy_connections()]
+            busy = busy[fault.pick % len(busy):][:1] if busy else []
         if not busy:
             return "no call in flight", _nothing
-        if not fault.every:
-            busy = [busy[fault.pick % len(busy)]]
         for proxy, conn in busy:
             proxy.add_toxic(f"nemesis-{fault.number}-c{conn}", LimitData(0),
                             direction="downstream", connection=conn)
@@ -335,7 +339,7 @@ class Nemesis:
                 proxy.remove_toxic(f"nemesis-{fault.number}-c{conn}")
 
         where = ", ".join(str(c) for _, c in busy)
-        return f"next reply lost on busy connection(s) {where}", undo
+        return f"next reply lost on connection(s) {where}", undo
 
     def hold(self) -> None:
         """Apply no further fault (the current one is undone as planned); :meth:`stop` still
