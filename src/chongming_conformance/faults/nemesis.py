@@ -135,11 +135,15 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
         kind = rng.choices(list(kinds), weights)[0]
         # A lost reply costs the run one connection: it may come often.
         gap = rng.uniform(0.05, 0.3) if kind == "lost-reply" else rng.uniform(0.1, 0.8)
-        every = rng.random() < {"reset": 0.5, "latency": 0.5, "cut": 0.5, "lost-reply": 0.5,
+        # A lost reply on one busy connection usually lands on the call *after* the one in
+        # flight (the toxic is in place a moment later): a worker's next call on the same
+        # connection, such as the save after its read. On every connection it lands on each
+        # one's next call, mostly reads.
+        every = rng.random() < {"reset": 0.5, "latency": 0.5, "cut": 0.5, "lost-reply": 0.2,
                                 "blackhole": 0.25}.get(kind, 1.0)
         pick = rng.randrange(1_000_000)
         if kind == "lost-reply":
-            yield Fault(number, kind, gap, 0.5, every, pick)
+            yield Fault(number, kind, gap, 1.0, every, pick)
         elif kind == "lost-request":
             yield Fault(number, kind, gap, 0.0, True, pick, float(rng.randrange(100, 500, 50)))
         elif kind == "reset":
