@@ -16,8 +16,9 @@ The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
   request went up, no reply has come down) is dropped and the connection closed. The
   server has run the request -- committed it -- and the client only sees the connection
   die: the call raises, its effect happened;
-* ``lost-request`` -- every live connection drops what the clients send for a moment,
-  then closes: the calls raise quickly and none of them reached the server;
+* ``lost-request`` -- every live connection (or the next call on one busy one, such as
+  the append after a save) drops what the client sends for a moment, then closes: the
+  calls raise quickly and none of them reached the server;
 * ``reset`` -- every connection (or one) gets a TCP RST at a random instant, so some
   land between a COMMIT and its reply: the call raises, its effect is unknown;
 * ``blackhole`` -- nothing is forwarded for a few seconds and what was sent is lost
@@ -103,8 +104,8 @@ class Fault:
             return ("lose the next reply on every connection" if self.every
                     else "lose the next reply of one call in flight")
         if self.kind == "lost-request":
-            return f"lose requests on every live connection for {self.amount:.0f} ms, then " \
-                   "close them"
+            who = "every live connection" if self.every else "the next call of one busy one"
+            return f"lose requests on {who} for {self.amount:.0f} ms, then close"
         if self.kind == "reset":
             return f"reset {who}"
         if self.kind == "blackhole":
@@ -140,12 +141,12 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
         # connection, such as the save after its read. On every connection it lands on each
         # one's next call, mostly reads.
         every = rng.random() < {"reset": 0.5, "latency": 0.5, "cut": 0.5, "lost-reply": 0.2,
-                                "blackhole": 0.25}.get(kind, 1.0)
+                                "lost-request": 0.2, "blackhole": 0.25}.get(kind, 1.0)
         pick = rng.randrange(1_000_000)
         if kind == "lost-reply":
             yield Fault(number, kind, gap, 1.0, every, pick)
         elif kind == "lost-request":
-            yield Fault(number, kind, gap, 0.0, True, pick, float(rng.randrange(100, 500, 50)))
+            yield Fault(number, kind, gap, 0.0, every, pick, float(rng.randrange(100, 500, 50)))
         elif kind == "reset":
             yield Fault(number, kind, gap, 0.0, every, pick)
         elif kind == "blackhole":
@@ -257,16 +258,21 @@ class Nemesis:
         if fault.kind == "lost-reply":
             return self._lose_reply(fault, proxies)
         if fault.kind == "lost-request":
-            # Every live connection drops its requests for a moment, then closes: the calls
-            # sent meanwhile fail and none of them reached the server. (New connections are
-            # spared: a pool that reconnects at once is not held up.)
-            live = [(p, c) for p in proxies for c in p.connections()]
+            # Live connections drop their requests for a moment, then close: the calls sent
+            # meanwhile fail and none of them reached the server. (New connections are
+            # spared: a pool that reconnects at once is not held up.) On one busy connection
+            # the request lost is that of the next call on it, such as the append after a
+            # save, or the complete after a claim.
+            live = ([(p, c) for p in proxies for c in p.connections()] if fault.every
+                    else self._one_busy(fault, proxies, 0.5))
             for p, c in live:
                 p.add_toxic(f"nemesis-{fault.number}-c{c}", Timeout(fault.amount),
                             direction="upstream", connection=c)
             time.sleep(fault.amount / 1000 + 0.05)  # the closes have happened
-            return (f"requests lost for {fault.amount:.0f} ms on {len(live)} connection(s)",
-                    _nothing)
+            if not live:
+                return "no call in flight", _nothing
+            return (f"requests lost for {fault.amount:.0f} ms on connection(s) "
+                    f"{', '.join(str(c) for _, c in live)}", _nothing)
         if fault.kind == "reset":
             if fault.every:
                 n = sum(p.reset() for p in proxies)
@@ -324,14 +330,7 @@ class Nemesis:
         if fault.every:
             busy = [(p, c) for p in proxies for c in p.connections()]
         else:
-            # Wait (up to the fault's duration) for a call in flight: the workers may all
-            # be at a barrier for a moment.
-            until = time.monotonic() + fault.duration
-            busy = [(p, c) for p in proxies for c in p.busy_connections()]
-            while not busy and time.monotonic() < until and not self._stop.is_set():
-                time.sleep(0.002)
-                busy = [(p, c) for p in proxies for c in p.busy_connections()]
-            busy = busy[fault.pick % len(busy):][:1] if busy else []
+            busy = self._one_busy(fault, proxies, fault.duration)
         if not busy:
             return "no call in flight", _nothing
         for proxy, conn in busy:
@@ -344,6 +343,17 @@ class Nemesis:
 
         where = ", ".join(str(c) for _, c in busy)
         return f"next reply lost on connection(s) {where}", undo
+
+    def _one_busy(self, fault: Fault, proxies: Sequence[Any], wait: float
+                  ) -> list[tuple[Any, int]]:
+        """One connection with a call in flight (``fault.pick`` chooses), waiting up to
+        ``wait`` seconds for one: the workers may all be at a barrier for a moment."""
+        until = time.monotonic() + wait
+        busy = [(p, c) for p in proxies for c in p.busy_connections()]
+        while not busy and time.monotonic() < until and not self._stop.is_set():
+            time.sleep(0.002)
+            busy = [(p, c) for p in proxies for c in p.busy_connections()]
+        return [busy[fault.pick % len(busy)]] if busy else []
 
     def hold(self) -> None:
         """Apply no further fault (the current one is undone as planned); :meth:`stop` still
