@@ -134,8 +134,10 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
     while True:
         number += 1
         kind = rng.choices(list(kinds), weights)[0]
-        # A lost reply costs the run one connection: it may come often.
-        gap = rng.uniform(0.05, 0.3) if kind == "lost-reply" else rng.uniform(0.1, 0.8)
+        # A lost reply or request on one connection costs the run that connection and one
+        # call: it may come often. The others hold every worker up for a while.
+        targeted = kind in ("lost-reply", "lost-request")
+        gap = rng.uniform(0.02, 0.15) if targeted else rng.uniform(0.1, 0.8)
         # A lost reply on one busy connection usually lands on the call *after* the one in
         # flight (the toxic is in place a moment later): a worker's next call on the same
         # connection, such as the save after its read. On every connection it lands on each
@@ -146,7 +148,7 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
         if kind == "lost-reply":
             yield Fault(number, kind, gap, 1.0, every, pick)
         elif kind == "lost-request":
-            yield Fault(number, kind, gap, 0.0, every, pick, float(rng.randrange(100, 500, 50)))
+            yield Fault(number, kind, gap, 0.0, every, pick, float(rng.randrange(50, 250, 25)))
         elif kind == "reset":
             yield Fault(number, kind, gap, 0.0, every, pick)
         elif kind == "blackhole":
@@ -206,6 +208,9 @@ class Nemesis:
         self.error: str | None = None
         #: When :meth:`hold` stopped it (``time.monotonic()``), if it did.
         self.held_at: float | None = None
+        #: Whether the current fault has done all it will do (a targeted toxic has fired:
+        #: its connection is gone), so the next may begin; None: it lasts its duration.
+        self._ended: Callable[[], bool] | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="chongming-nemesis", daemon=True)
@@ -228,8 +233,12 @@ class Nemesis:
                     return
                 start = time.monotonic()
                 detail, undo = self._begin(fault)
-                if fault.duration > 0:
-                    self._stop.wait(fault.duration)
+                until = start + fault.duration
+                while time.monotonic() < until and not self._stop.is_set():
+                    if self._ended is not None and self._ended():
+                        break  # a lost reply has been lost: the fault is over
+                    self._stop.wait(min(0.005, max(until - time.monotonic(), 0.0)))
+                self._ended = None
                 undo()
                 self._record(Applied(fault, start, time.monotonic(), detail))
         except Exception as exc:  # a nemesis that breaks must not take the run with it
@@ -341,6 +350,7 @@ class Nemesis:
             for proxy, conn in busy:  # (gone already once its connection closed)
                 proxy.remove_toxic(f"nemesis-{fault.number}-c{conn}")
 
+        self._ended = lambda: all(conn not in p.connections() for p, conn in busy)
         where = ", ".join(str(c) for _, c in busy)
         return f"next reply lost on connection(s) {where}", undo
 

@@ -43,14 +43,16 @@ whatever the fault and whenever it lands.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ...faults.nemesis import LOG_NAME, Nemesis, kinds_for, plan
 from ..harness import Group, Harness
-from ..log import Logs, Op, read_logs
+from ..log import Logs, Op
 from . import mixed_workload as mixed
 from ._registry import Scenario, register
 
@@ -155,52 +157,91 @@ def _fault_phase(h: Harness, group: Group, watch: HangWatch, n: int, cycles: int
             group.kill(n + k)
 
 
+class _Tail:
+    """One worker's log, read as it grows: the calls it has invoked and not returned."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.pending: dict[int, float] = {}  # seq -> t_invoke
+
+    def read(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("ev") == "inv":
+                self.pending[rec["seq"]] = rec["t"]
+            elif rec.get("ev") == "ret":
+                self.pending.pop(rec.get("seq"), None)
+
+    def oldest(self) -> tuple[int, float] | None:
+        """(seq, t_invoke) of the call pending longest, if any."""
+        return min(self.pending.items(), key=lambda x: x[1]) if self.pending else None
+
+
 class HangWatch:
-    """Reads the mixers' logs every second; a call pending longer than the no-hang bound is
-    an anomaly, and its worker is killed (the others then leave at the broken barrier)."""
+    """Reads the mixers' logs every second as they grow (only the new lines); a call pending
+    longer than the no-hang bound is an anomaly, and its worker is killed (the others then
+    leave at the broken barrier). A call pending longer than :data:`HOLD_SECONDS` holds the
+    nemesis (``on_stuck``)."""
 
     def __init__(self, h: Harness, group: Group, workers: Sequence[int], *,
                  on_stuck: Callable[[], None] = lambda: None) -> None:
         self._h = h
         self._group = group
-        self._workers = list(workers)
+        self._tails = {i: _Tail(group.paths[i]) for i in workers}
         self._on_stuck = on_stuck
         self._next = 0.0
-        self.hung: dict[int, Op] = {}
+        #: Worker -> (seq of the call it hung in, seconds it had waited when killed).
+        self.hung: dict[int, tuple[int, float]] = {}
 
     def tick(self) -> None:
         now = time.monotonic()
         if now < self._next:
             return
         self._next = now + WATCH_EVERY
-        paths = {i: self._group.paths[i] for i in self._workers if i not in self.hung}
-        self._check(read_logs(paths), now, kill=True)
+        for i, tail in self._tails.items():
+            if i in self.hung:
+                continue
+            tail.read()
+            oldest = tail.oldest()
+            if oldest is None:
+                continue
+            seq, invoked = oldest
+            if now - invoked > HOLD_SECONDS:
+                self._on_stuck()
+            if now - invoked > NO_HANG_SECONDS:
+                self.hung[i] = (seq, now - invoked)
+                self._group.kill(i)
+                self._group.barrier.abort()
 
     def final(self, logs: Logs) -> None:
-        """Calls that ended after the bound (a watch tick can miss a call that returned
-        between two reads)."""
-        for i in self._workers:
+        """The anomalies, on the calls of the logs the report quotes: each call the watch
+        killed a worker in, and any call that ended after the bound (a tick can miss a call
+        that returned between two reads)."""
+        for i in self._tails:
             if i in self.hung:
+                seq, waited = self.hung[i]
+                op = next((o for o in logs.ops.get(i, []) if o.seq == seq), None)
+                if op is not None:
+                    self._report(op, f"had not returned {waited:.1f} s after it was called "
+                                 "(worker killed)")
                 continue
             for op in logs.ops.get(i, []):
                 if op.t_return is not None and op.t_return - op.t_invoke > NO_HANG_SECONDS:
                     self._report(op, f"took {op.t_return - op.t_invoke:.1f} s")
-                    self.hung[i] = op
+                    self.hung[i] = (op.seq, op.t_return - op.t_invoke)
                     break
-
-    def _check(self, logs: Logs, now: float, *, kill: bool) -> None:
-        for i in self._workers:
-            op = logs.last_pending(i)
-            if op is not None and now - op.t_invoke > HOLD_SECONDS:
-                self._on_stuck()
-            if op is None or i in self.hung or now - op.t_invoke <= NO_HANG_SECONDS:
-                continue
-            self.hung[i] = op
-            self._report(op, f"had not returned {now - op.t_invoke:.1f} s after it was called "
-                         "(worker killed)")
-            if kill:
-                self._group.kill(i)
-                self._group.barrier.abort()
 
     def _report(self, op: Op, what: str) -> None:
         self._h.anomaly(
