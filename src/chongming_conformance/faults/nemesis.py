@@ -286,7 +286,7 @@ class Nemesis:
             if fault.every:
                 n = sum(p.reset() for p in proxies)
                 return f"reset {n} connection(s)", _nothing
-            proxy, conn = _one_connection(proxies, fault.pick)
+            proxy, conn = self._one_connection(fault, proxies)
             if conn is None:
                 return "no live connection to reset", _nothing
             proxy.reset(conn)
@@ -304,7 +304,7 @@ class Nemesis:
         if fault.every:
             targets: list[tuple[Any, int | None]] = [(p, None) for p in proxies]
         else:
-            proxy, conn = _one_connection(proxies, fault.pick)
+            proxy, conn = self._one_connection(fault, proxies)
             if conn is None:
                 return "no live connection to act on", _nothing
             targets = [(proxy, conn)]
@@ -355,7 +355,7 @@ class Nemesis:
         return f"next reply lost on connection(s) {where}", undo
 
     def _one_busy(self, fault: Fault, proxies: Sequence[Any], wait: float
-                  ) -> list[tuple[Any, int]]:
+                  ) -> list[tuple[Any, int]]:  # (proxy, connection id)
         """One connection with a call in flight (``fault.pick`` chooses), waiting up to
         ``wait`` seconds for one: the workers may all be at a barrier for a moment."""
         until = time.monotonic() + wait
@@ -364,6 +364,19 @@ class Nemesis:
             time.sleep(0.002)
             busy = [(p, c) for p in proxies for c in p.busy_connections()]
         return [busy[fault.pick % len(busy)]] if busy else []
+
+    def _one_connection(self, fault: Fault, proxies: Sequence[Any]) -> tuple[Any, int | None]:
+        """The connection a fault on "one connection" hits: one with a call in flight if
+        one shows up within 0.2 s (an idle pooled connection would hide the fault from
+        every call), else any live one; ``fault.pick`` chooses."""
+        busy = self._one_busy(fault, proxies, 0.2)
+        if busy:
+            return busy[0]
+        live = [(p, c) for p in proxies for c in p.connections()]
+        if not live:
+            return proxies[0], None
+        proxy, conn = live[fault.pick % len(live)]
+        return proxy, conn
 
     def hold(self) -> None:
         """Apply no further fault (the current one is undone as planned); :meth:`stop` still
@@ -399,13 +412,7 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
-def _one_connection(proxies: Sequence[Any], pick: int) -> tuple[Any, int | None]:
-    """The proxy and live connection ``pick`` chooses (modulo what is live now)."""
-    live = [(p, c) for p in proxies for c in p.connections()]
-    if not live:
-        return proxies[0], None
-    proxy, conn = live[pick % len(live)]
-    return proxy, conn
+
 
 
 def read_nemesis_log(logdir: str | Path) -> list[dict[str, Any]]:
