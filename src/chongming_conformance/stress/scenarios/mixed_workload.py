@@ -52,6 +52,7 @@ are positive, appends go to tasks that exist (the key tasks are never pruned).
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -145,6 +146,7 @@ def _worker(ctx: WorkerContext) -> None:
     n = p["processes"]
     st = _State(f"w{ctx.index}", n, random.Random(p["seed"] * 1_000_003 + ctx.index))
     ctx.record_calls = True  # every call in full: the checker's input
+    _quiet_driver_warnings(p)
     crashes = _crash_rounds(p)
     with contextlib.ExitStack() as stack:
         st.stack = stack
@@ -193,6 +195,15 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
     ctx.call("close", {}, ctx.store.close)
 
 
+def _quiet_driver_warnings(p: Mapping[str, Any]) -> None:
+    """In a fault run, the driver's warnings about the connections the nemesis breaks
+    (psycopg_pool's "error connecting", "discarding closed connection") are the faults
+    themselves, which the run logs and reports: only errors get through. (``disable``, not
+    a level: psycopg sets its own logger's level.)"""
+    if p.get("tail") is not None:
+        logging.disable(logging.WARNING)
+
+
 def _crasher(ctx: WorkerContext) -> None:
     """Joins the run at its round, claims, then writes until the parent SIGKILLs it.
 
@@ -206,6 +217,7 @@ def _crasher(ctx: WorkerContext) -> None:
     is a write to one object (or a read).
     """
     p = ctx.params
+    _quiet_driver_warnings(p)
     k = p["crash"]
     if not _wait_for(ctx, p["signals"], f"crash{k}"):
         return
