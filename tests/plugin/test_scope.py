@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import load_report, run
 
+from chongming_conformance.clauses import FAULT_MODES_NEEDED
+
 #: Loaded with ``-p spawn_guard``: any process started in the run fails the test that
 #: starts it (multiprocess is what the stress harness and the XP-CTRL checks use).
 SPAWN_GUARD = '''
@@ -35,10 +37,14 @@ def test_single_scope_spawns_no_process_and_leaves_every_xp_clause_unverified(
     doc = load_report(pytester.path / "report.json")
     assert doc["run"]["partial"] is True
     assert any("--chongming-scope=single" in r for r in doc["run"]["partial_reasons"])
-    xp = [c for c in doc["clauses"] if c["scope"] == "cross_process"]
+    # (The fault clauses are left out of the gate: no fault run was requested.)
+    xp = [c for c in doc["clauses"] if c["scope"] == "cross_process"
+          and c["id"] not in FAULT_MODES_NEEDED]
     assert xp and all(c["outcome"] == "NOT VERIFIED" for c in xp), [
         (c["id"], c["outcome"]) for c in xp]
     assert all("--chongming-scope=single" in (c["note"] or "") for c in xp)
+    faults = [c for c in doc["clauses"] if c["id"] in FAULT_MODES_NEEDED]
+    assert faults and all(c["outcome"] != "PASS" and not c["gated"] for c in faults)
     single = [c for c in doc["clauses"] if c["scope"] in ("contract", "controller")
               and c["level"] == "MUST"]
     assert all(c["outcome"] == "PASS" for c in single), [

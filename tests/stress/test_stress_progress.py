@@ -24,7 +24,8 @@ def test_the_watcher_notes_the_highest_round_any_worker_started(tmp_path: Path) 
     paths[1].write_text(_line({"ev": "inv", "w": 1, "seq": 1, "op": "get", "round": 2})
                         + '{"ev":"inv","w":1,"round":7')
     profile = SimpleNamespace(rounds=8, deadline=60.0)
-    harness = SimpleNamespace(scenario="save_race", profile=profile, remaining=lambda: 51.0)
+    harness = SimpleNamespace(scenario="save_race", profile=profile, limit=60.0,
+                              remaining=lambda: 51.0)
     notes: list[str] = []
     watch = RoundWatcher(paths)
     with progress.reporting(notes.append):
@@ -42,7 +43,7 @@ def test_the_watcher_notes_the_highest_round_any_worker_started(tmp_path: Path) 
 
 def test_the_watcher_waits_between_notes(tmp_path: Path) -> None:
     harness = SimpleNamespace(scenario="x", profile=SimpleNamespace(rounds=2, deadline=6.0),
-                              remaining=lambda: 5.0)
+                              limit=6.0, remaining=lambda: 5.0)
     notes: list[str] = []
     watch = RoundWatcher({0: tmp_path / "missing.jsonl"})
     with progress.reporting(notes.append):
@@ -73,7 +74,7 @@ def test_a_closing_phase_logged_as_round_n_shows_as_the_last_round(tmp_path: Pat
     path.write_text(_line({"ev": "inv", "w": 0, "seq": 9, "op": "get", "round": 30}))
     harness = SimpleNamespace(scenario="touch_save",
                               profile=SimpleNamespace(rounds=30, deadline=120.0),
-                              remaining=lambda: 117.0)
+                              limit=120.0, remaining=lambda: 117.0)
     notes: list[str] = []
     watch = RoundWatcher({0: path})
     watch.next_note = 0.0
@@ -87,7 +88,7 @@ def test_round_numbers_are_one_based_of_the_profile(tmp_path: Path, rounds: int)
     path = tmp_path / "w.jsonl"
     path.write_text(_line({"ev": "note", "w": 0, "what": "barrier", "round": 0}))
     harness = SimpleNamespace(scenario="s", profile=SimpleNamespace(rounds=rounds, deadline=9.0),
-                              remaining=lambda: 9.0)
+                              limit=9.0, remaining=lambda: 9.0)
     notes: list[str] = []
     watch = RoundWatcher({0: path})
     watch.next_note = 0.0
