@@ -28,7 +28,7 @@ class StressProfile:
     scenario fails; ``crash_cycles`` is how many holders the crash scenario
     SIGKILLs; ``seed`` fixes every worker's choices and the nemesis's fault schedule
     (not the interleavings); ``faults`` is one of :data:`FAULT_MODES` (docs/faults.md),
-    ``fault_seconds`` how long a fault run's faults go on at least.
+    ``fault_seconds`` how long a fault run's faults go on.
     """
 
     name: str = "custom"

@@ -10,8 +10,8 @@ mid-stream, the server down, and worker processes paused (SIGSTOP) mid-call. Net
 faults need the store's connections routed through the kit's proxies (the
 ``network`` keyword of ``make_shared_store``, docs/faults.md); pauses need nothing.
 
-Three phases. **Faults**: at least the profile's rounds and at least its
-``fault_seconds``, the nemesis applying one fault after another. **Recovery**: worker 0
+Three phases. **Faults**: ``fault_seconds`` of the profile (and at least one round),
+the nemesis applying one fault after another. **Recovery**: worker 0
 tells the parent, which stops the nemesis and heals everything; every worker then reads
 through each of its store instances for :data:`RECOVERY_SECONDS` (a call may fail
 there: a connection the last fault broke is found out by using it). **Healthy tail**:

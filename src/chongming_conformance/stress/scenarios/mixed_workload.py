@@ -104,8 +104,8 @@ def _crash_round(k: int, cycles: int, rounds: int) -> int:
 
 
 def _crash_rounds(p: Mapping[str, Any]) -> list[int]:
-    """Every crashing worker's round, spread over the profile's rounds (a fault run's
-    crashes all land while its faults do: it turns quiet only after those rounds)."""
+    """Every crashing worker's round, spread over the profile's rounds (in a fault run that
+    turns quiet first, a crashing worker whose round never came is killed unstarted)."""
     return [_crash_round(k, p["crash_cycles"], p["rounds"]) for k in range(p["crash_cycles"])]
 
 
@@ -236,10 +236,11 @@ def _crasher(ctx: WorkerContext) -> None:
 
 
 def _quiet_now(p: Mapping[str, Any], r: int) -> bool:
-    """A fault run turns quiet at round ``r`` (worker 0 decides): the profile's rounds are
-    done and the parent says the faults have run long enough -- or the run has taken ten
-    times the profile's rounds, a bound on a store so slow the faults never end."""
-    if r < p["rounds"]:
+    """A fault run turns quiet at round ``r`` (worker 0 decides) once the parent says the
+    faults have run long enough (``fault_seconds``) and a round is done -- time, not
+    rounds, bounds the fault phase, so a loaded machine or a slow store shortens it
+    instead of running into the deadline -- or after ten times the profile's rounds."""
+    if r < 1:
         return False
     return (Path(p["signals"]) / "enough").exists() or r >= 10 * p["rounds"]
 
