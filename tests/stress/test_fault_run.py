@@ -145,13 +145,10 @@ def test_run_all_reports_a_set_up_or_teardown_fault_on_its_line() -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.usefixtures("postgres_dsn")  # the suite's guard: a failure when required
 def test_the_cli_prints_its_table_when_a_proxy_resets_the_teardown(tmp_path: Path) -> None:
     """A real proxy between the factory and Postgres, resetting every connection while the
     factory tears the schema down: the CLI prints its table and exits 1, no traceback."""
-    if not os.environ.get("CHONGMING_TEST_POSTGRES"):
-        if os.environ.get("CHONGMING_REQUIRE_POSTGRES"):
-            pytest.fail("CHONGMING_REQUIRE_POSTGRES is set but CHONGMING_TEST_POSTGRES is not")
-        pytest.skip("set CHONGMING_TEST_POSTGRES to a PostgreSQL DSN")
     proc = subprocess.run(
         [sys.executable, "-m", "chongming_conformance.stress",
          "resetting_teardown:make_shared_store", "--profile", "quick",
