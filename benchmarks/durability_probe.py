@@ -24,6 +24,7 @@ lost in total / acknowledged in total, the largest loss of one crash.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
 import threading
@@ -35,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
-import throwaway_servers as ts  # noqa: E402
+import throwaway_servers as ts
 
 WRITERS = 4
 JOIN = 60.0  # bound on a writer noticing the crash
@@ -117,10 +118,8 @@ def writer(server: Server, cycle: Cycle, first_id: int, stop: threading.Event) -
     except Exception:  # the crash: the connection is gone
         pass
     finally:
-        try:
+        with contextlib.suppress(Exception):
             conn.close()
-        except Exception:
-            pass
 
 
 def probe(name: str, crashes: int, rng: random.Random) -> str:
