@@ -32,10 +32,11 @@ What it guarantees, and why:
   shuts down the socket of any connection lent for longer than
   ``call_timeout``: the blocked call fails at once with StoreError ("exceeded
   its client-side timeout"), its outcome unknown, and the pool replaces the
-  connection. ``statement_timeout`` is set a little lower, so a statement
-  merely stuck on a lock is stopped by the server first, with a clean error
-  and a usable connection. Waiting for a pooled connection (``timeout``) and
-  making one (``connect_timeout``) are bounded too.
+  connection. ``statement_timeout`` is set a little lower (``SET LOCAL`` in
+  each call's transaction), so a statement merely stuck on a lock is stopped
+  by the server first, with a clean error and a usable connection. Waiting
+  for a pooled connection (``timeout``) and making one (``connect_timeout``)
+  are bounded too.
 * **Filters run in SQL, on indexes**: created_at, bucket, pipeline_run_id,
   status, tags (GIN, exact element match with ``tags ? %s`` -- never LIKE on
   the text), and a partial index over unfinished commands for the claim.
@@ -44,7 +45,16 @@ What it guarantees, and why:
 * **counts() reads counters**, not the tasks: ``task_counts`` is kept by
   triggers on ``tasks`` in the writing transaction, striped per backend so
   concurrent writers do not queue on one row (docs/postgres.md).
-* **timestamptz everywhere**, sessions in UTC, values returned UTC-aware.
+* **timestamptz everywhere**, values returned UTC-aware: the codec converts
+  what psycopg reads to UTC, so the session's TimeZone never matters.
+* **No session state**, so it works behind a pooler in transaction mode
+  (PgBouncer ``pool_mode = transaction``), where each transaction may run on
+  another server connection that other clients share: no server-side prepared
+  statements (``prepare_threshold=None``), no session ``SET`` (timeouts are
+  ``SET LOCAL``), only transaction-scoped advisory locks, no LISTEN, temporary
+  tables or WITH HOLD cursors. Session mode behaves like a direct connection.
+  Statement mode cannot work: ``prune``, ``reset_store`` and ``install_schema``
+  need multi-statement transactions (docs/postgres.md, "Behind a pooler").
 * **Schema management is separate** (``reference_stores/postgres_schema.py``):
   :func:`install_schema` (idempotent, versioned via a ``schema_version`` table)
   needs CREATE; the store itself only runs SELECT/INSERT/UPDATE/DELETE, so it
@@ -378,15 +388,43 @@ def _shut_down(conn: psycopg.Connection[Any]) -> None:
 def _configure(
     conn: psycopg.Connection[Any], *, statement_timeout_ms: int | None = None
 ) -> None:
-    # Results come back as UTC-aware datetimes whatever the server's default.
-    conn.execute("SET TIME ZONE 'UTC'")
-    if statement_timeout_ms is not None:
-        # Below the client's call_timeout: a statement waiting on a lock is stopped
-        # by the server first (clean error, connection still usable). SET, not a
-        # DSN "options" parameter: poolers such as PgBouncer refuse that one.
-        conn.execute(f"SET statement_timeout = {int(statement_timeout_ms)}")
-    if not conn.autocommit:
-        conn.commit()
+    """Make a new connection fit for the store, without sending anything to the server.
+
+    Nothing here may leave state in the server session: behind a pooler in
+    transaction mode (PgBouncer ``pool_mode = transaction``) the next
+    transaction of this connection may run on another server connection, and
+    this one then serves other clients. So:
+
+    * no server-side prepared statements (``prepare_threshold = None``):
+      psycopg would prepare a statement after its fifth execution, on one
+      server connection, and then either find it missing on another one or
+      collide with another client's ``_pg3_0`` ("DuplicatePreparedStatement").
+      The pool opens its connections with this already; set here too for a
+      connection you made yourself;
+    * no ``SET TIME ZONE``: the codec (``decode_dt``) converts every timestamptz
+      it reads to UTC, so the session's TimeZone never shows;
+    * no session ``SET statement_timeout``: the store sets it per transaction
+      (``SET LOCAL``, see ``PostgresTaskStore._connection``), so
+      ``statement_timeout_ms`` is ignored here and kept only for callers of the
+      old signature.
+
+    Behind a pooler in session mode, or directly, all of this is merely
+    harmless.
+    """
+    del statement_timeout_ms  # per transaction now, never per session
+    conn.prepare_threshold = None
+
+
+def _begin_statement(statement_timeout_ms: int) -> sql.Composed:
+    """Open a transaction whose statements the server stops after ``statement_timeout_ms``.
+
+    One round trip: a query without parameters goes over the simple protocol,
+    which runs several statements. ``SET LOCAL`` ends with the transaction, so
+    it works behind a transaction pooler and never reaches another client.
+    """
+    return sql.SQL("BEGIN; SET LOCAL statement_timeout = {}").format(
+        sql.Literal(int(statement_timeout_ms))
+    )
 
 
 def _guarded(
@@ -412,7 +450,7 @@ def open_pool(
     timeout: float = 15.0,
     watchdog: _Watchdog | None = None,
 ) -> ConnectionPool[Any]:
-    """An open pool of UTC, autocommit connections, each checked before it is lent.
+    """An open pool of autocommit connections, each checked before it is lent.
 
     The check means a backend killed while idle (``pg_terminate_backend``, a
     server restart) is replaced instead of failing the next call.
@@ -427,9 +465,13 @@ def open_pool(
     ``timeout`` or the watchdog's limit, whichever is shorter (psycopg's own
     default is 130 s, and the pool makes connections on one worker thread, so
     one connect stuck on a dead link would stall every replacement that long).
-    With a ``watchdog`` (the store's call_timeout), the session set-up and the
-    borrow-time check run under it too, and the sessions get
-    ``statement_timeout`` at 90% of its limit.
+    With a ``watchdog`` (the store's call_timeout), the borrow-time check runs
+    under it too.
+
+    The connections keep no state in the server session (see :func:`_configure`):
+    psycopg never prepares a statement (``prepare_threshold=None``), and nothing
+    is SET. So the pool works through PgBouncer in transaction mode as well as
+    directly; the store sets ``statement_timeout`` per transaction instead.
     """
     try:
         params = conninfo_to_dict(dsn)
@@ -437,22 +479,21 @@ def open_pool(
         raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
     limit = timeout if watchdog is None else min(timeout, watchdog.limit)
     connect_timeout = max(2, math.ceil(limit))  # libpq counts whole seconds, at least 2
-    kwargs: dict[str, Any] = {"autocommit": True}
+    # prepare_threshold=None: never a server-side prepared statement, whose name
+    # and life belong to one server session (see _configure).
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
     if params.get("connect_timeout") is None:
         kwargs["connect_timeout"] = connect_timeout
     try:
         psycopg.connect(dsn, **kwargs).close()
     except psycopg.Error as exc:
         raise StoreError(mask_secrets(f"cannot connect to PostgreSQL: {exc}")) from exc
-    statement_timeout_ms = None if watchdog is None else int(watchdog.limit * 900)
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
         min_size=min_size,
         max_size=max_size,
         kwargs=kwargs,
-        configure=_guarded(
-            functools.partial(_configure, statement_timeout_ms=statement_timeout_ms), watchdog
-        ),
+        configure=_configure,  # client-side only: no round trip to guard
         check=_guarded(_check_connection, watchdog),
         timeout=timeout,
         name=name,
@@ -478,11 +519,15 @@ class PostgresTaskStore:
     installed with :func:`install_schema`; opening checks its version.
 
     ``call_timeout`` bounds each call once it holds a connection (module
-    docstring); ``None`` turns the watchdog off. On a pool you pass in, the
+    docstring); ``None`` turns the watchdog off. With it, on a pool the store
+    builds, each call runs in a transaction that first sets ``statement_timeout``
+    (``SET LOCAL``) to 90% of ``call_timeout``; without it, each call is
+    autocommit statements, as before. On a pool you pass in, the
     watchdog still guards the calls, but the pool's own set-up and check, and
     ``statement_timeout``, are whatever that pool was built with (build it with
-    :func:`open_pool` and no watchdog, or your own). ``timeout`` bounds the wait
-    for a pooled connection.
+    :func:`open_pool` and no watchdog, or your own; behind a transaction pooler
+    it must not prepare statements or SET anything per session). ``timeout``
+    bounds the wait for a pooled connection.
     """
 
     def __init__(
@@ -501,6 +546,8 @@ class PostgresTaskStore:
         self._watchdog = (
             None if call_timeout is None else _Watchdog(call_timeout, f"chongming:{schema}")
         )
+        # What opens each call's transaction (None: autocommit statements).
+        self._begin: sql.Composed | None = None
         if isinstance(dsn_or_pool, ConnectionPool):
             self._pool: ConnectionPool[Any] = dsn_or_pool
             self._owns_pool = bool(close_pool)
@@ -514,6 +561,8 @@ class PostgresTaskStore:
                 watchdog=self._watchdog,
             )
             self._owns_pool = True if close_pool is None else close_pool
+            if self._watchdog is not None:
+                self._begin = _begin_statement(int(self._watchdog.limit * 900))
         self._build_statements()
         try:
             self._check_schema()
@@ -621,6 +670,17 @@ class PostgresTaskStore:
         store heals after a killed backend or a call the watchdog cut. The
         watchdog's lease covers the whole use, that final commit or rollback
         included.
+
+        With a watchdog, the call is one transaction opened by ``BEGIN; SET LOCAL
+        statement_timeout = ...`` (one round trip), set a little below
+        ``call_timeout``: a statement merely stuck on a lock is stopped by the
+        server first, with a clean error and a usable connection. Per
+        transaction, never per session: behind PgBouncer in transaction mode a
+        session ``SET`` would stay on a server connection that other clients get
+        next, and be missing from the one this store gets for its next call.
+        Without a watchdog each statement is its own transaction (autocommit);
+        with it the call's statements share one, and see the same (READ
+        COMMITTED: each statement sees what was committed when it started).
         """
         if self._closed:
             raise StoreError(f"{operation}() on a closed PostgresTaskStore")
@@ -633,6 +693,8 @@ class PostgresTaskStore:
                         yield conn
                 else:
                     with self._watchdog.watch(conn) as lease, conn:
+                        if self._begin is not None:
+                            conn.execute(self._begin)
                         yield conn
             finally:
                 self._pool.putconn(conn)
@@ -776,6 +838,8 @@ class PostgresTaskStore:
     # -- operations ------------------------------------------------------------------
     def prune(self, *, keep_terminal: int) -> int:
         terminal = sorted(s.value for s in TERMINAL_STATUSES)
+        # One transaction for the pick and the deletes (a savepoint inside the
+        # call's own transaction when the store sets a statement_timeout).
         with self._connection("prune") as conn, conn.transaction():
             # FOR UPDATE: a concurrent writer cannot change a doomed row under us.
             picked = conn.execute(
