@@ -222,7 +222,11 @@ def _admin_connection(
     conn_or_dsn: psycopg.Connection[Any] | str,
 ) -> Iterator[psycopg.Connection[Any]]:
     if isinstance(conn_or_dsn, str):
-        with psycopg.connect(conn_or_dsn, autocommit=True) as conn:
+        # Safe behind a pooler in transaction mode (PgBouncer), like the store: no
+        # server-side prepared statements, and everything below is transaction-scoped
+        # (one transaction per call, pg_advisory_xact_lock, SET LOCAL), never SET or
+        # a session advisory lock that would stay on a server connection.
+        with psycopg.connect(conn_or_dsn, autocommit=True, prepare_threshold=None) as conn:
             yield conn
     else:
         yield conn_or_dsn
