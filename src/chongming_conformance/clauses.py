@@ -47,11 +47,12 @@ __all__ = [
     "Scope",
     "checks",
     "clauses_of",
+    "unjudged_fault_clauses",
     "unrequested_fault_clauses",
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.4"
+CATALOGUE_VERSION = "1.5"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -395,6 +396,11 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("XP-FAULT-NO-HANG", _M, "§8 §6 §10", _X,
      "A call made while the server does not answer (a blackholed connection) ends -- "
      "returns or raises StoreError -- within the no-hang bound instead of waiting for ever."),
+    ("XP-FAULT-DURABILITY", _M, "§8", _X,
+     "Every write the store acknowledged before a server crash is there after the server "
+     "restarts: the Controller writes each transition through and a recovered Controller "
+     "rebuilds from what it was told was stored (judged with the deployment's crash "
+     "actions, --chongming-faults=deployment)."),
 )
 
 CLAUSES: dict[str, Clause] = {
@@ -446,6 +452,7 @@ PREREQUISITES: dict[str, frozenset[str]] = {
         # it without faults fails it with them too, for that reason.
         "XP-FAULT-SAFETY": "XP-MIXED-WORKLOAD",
         "XP-FAULT-RECOVERY": "XP-MIXED-WORKLOAD",
+        "XP-FAULT-DURABILITY": "XP-MIXED-WORKLOAD",
     }.items()
 }
 
@@ -488,8 +495,9 @@ FAULT_MODES_NEEDED: dict[str, str] = {
     "XP-FAULT-SAFETY": "pause",
     "XP-FAULT-RECOVERY": "network",
     "XP-FAULT-NO-HANG": "network",
+    "XP-FAULT-DURABILITY": "deployment",
 }
-_FAULT_ORDER = ("none", "pause", "network")
+_FAULT_ORDER = ("none", "pause", "network", "deployment")
 
 
 def unrequested_fault_clauses(mode: str) -> dict[str, str]:
@@ -501,6 +509,18 @@ def unrequested_fault_clauses(mode: str) -> dict[str, str]:
              f"(--chongming-faults={mode}; run with --chongming-faults={need} to judge it)"
         for cid, need in FAULT_MODES_NEEDED.items() if _FAULT_ORDER.index(need) > have
     }
+
+
+def unjudged_fault_clauses(mode: str, *, crash_offered: bool) -> dict[str, str]:
+    """Clause id -> why this run cannot judge it although its faults were requested: a
+    deployment run whose store offers no crash action has nothing to judge durability
+    across. NOT VERIFIED, and gated: deployment faults were asked for."""
+    if mode != "deployment" or crash_offered:
+        return {}
+    return {"XP-FAULT-DURABILITY": (
+        "not judged: --chongming-faults=deployment was requested, but the store's module "
+        "offers no crash action (chongming_deployment() returning a Deployment with an "
+        "Action(crash=True), docs/faults.md): no server crash ran")}
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -72,7 +72,9 @@ def test_sqlite_proves_every_cross_process_clause(pytester: pytest.Pytester) -> 
     # SQLite declares no network: the fault run pauses its workers only.
     no_network = {"XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"}
     for cid in XP:
-        expected = "UNSUPPORTED" if cid in no_network else "PASS"
+        # Durability needs --chongming-faults=deployment and a crash action: left out here.
+        expected = ("UNSUPPORTED" if cid in no_network else
+                    "NOT VERIFIED" if cid == "XP-FAULT-DURABILITY" else "PASS")
         assert clause(doc, cid)["outcome"] == expected, clause(doc, cid)
         assert table_outcome(result.stdout.str(), cid) == expected
     assert doc["run"]["stress_profile"]["rounds"] == 5

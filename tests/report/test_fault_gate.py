@@ -2,7 +2,9 @@
 
 A run without ``--chongming-faults`` injects nothing, so it proves nothing about the
 XP-FAULT-* clauses: they are NOT VERIFIED, left out of the gate and the verdict (the
-summary says so), never PASS. ``pause`` judges XP-FAULT-SAFETY only; ``network`` all three.
+summary says so), never PASS. ``pause`` judges XP-FAULT-SAFETY only; ``network`` also
+recovery and no-hang; ``deployment`` all four (durability needs a crash action the store's
+module offers: without one it is NOT VERIFIED and gated).
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from __future__ import annotations
 from test_outcomes import every_gated_clause_passing, outcome, records, suite_test
 
 from chongming_conformance.capabilities import Capabilities, parse_capabilities
-from chongming_conformance.clauses import FAULT_MODES_NEEDED, unrequested_fault_clauses
+from chongming_conformance.clauses import (
+    FAULT_MODES_NEEDED,
+    unjudged_fault_clauses,
+    unrequested_fault_clauses,
+)
 from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS, UNSUPPORTED, assess
 from chongming_conformance.report.document import clause_entry
 from chongming_conformance.report.terminal import left_out_line
@@ -20,9 +26,11 @@ FAULTS = sorted(FAULT_MODES_NEEDED)
 
 def test_fault_modes_leave_out_what_they_do_not_inject() -> None:
     assert sorted(unrequested_fault_clauses("none")) == FAULTS
-    assert sorted(unrequested_fault_clauses("pause")) == ["XP-FAULT-NO-HANG",
+    assert sorted(unrequested_fault_clauses("pause")) == ["XP-FAULT-DURABILITY",
+                                                          "XP-FAULT-NO-HANG",
                                                           "XP-FAULT-RECOVERY"]
-    assert unrequested_fault_clauses("network") == {}
+    assert sorted(unrequested_fault_clauses("network")) == ["XP-FAULT-DURABILITY"]
+    assert unrequested_fault_clauses("deployment") == {}
 
 
 def test_without_faults_the_clauses_are_not_verified_and_the_must_gate_still_passes() -> None:
@@ -36,15 +44,30 @@ def test_without_faults_the_clauses_are_not_verified_and_the_must_gate_still_pas
     assert got.verdict.startswith("conforms")
 
 
-def test_with_network_faults_every_fault_clause_is_gated() -> None:
+def test_with_deployment_faults_every_fault_clause_is_gated() -> None:
     got = assess(records(*every_gated_clause_passing()), Capabilities(),
-                 shared_available=True, gate="must", faults="network")
+                 shared_available=True, gate="must", faults="deployment")
     assert all(outcome(got, cid) == PASS for cid in FAULTS)
     failing = [(suite_test("t_fault", "failed"), ("XP-FAULT-RECOVERY",)) if cids ==
                ("XP-FAULT-RECOVERY",) else (t, cids) for t, cids in every_gated_clause_passing()]
     got = assess(records(*failing), Capabilities(), shared_available=True, gate="must",
                  faults="network")
     assert outcome(got, "XP-FAULT-RECOVERY") == FAIL and got.gate_passed is False
+
+
+def test_deployment_faults_without_a_crash_action_leave_durability_not_verified_and_gated(
+) -> None:
+    """Asked for and not run: the gate fails on it, never PASS for a crash that did not
+    happen; with a crash action offered it is judged like the others."""
+    unjudged = unjudged_fault_clauses("deployment", crash_offered=False)
+    assert sorted(unjudged) == ["XP-FAULT-DURABILITY"]
+    got = assess(records(*every_gated_clause_passing()), Capabilities(),
+                 shared_available=True, gate="must", faults="deployment", unjudged=unjudged)
+    [r] = [r for r in got.results if r.clause.id == "XP-FAULT-DURABILITY"]
+    assert r.outcome == NOT_VERIFIED and r.gated and "no crash action" in (r.note or "")
+    assert got.gate_passed is False
+    assert unjudged_fault_clauses("deployment", crash_offered=True) == {}
+    assert unjudged_fault_clauses("network", crash_offered=False) == {}
 
 
 def test_pauses_only_never_pass_the_network_clauses() -> None:
@@ -81,5 +104,5 @@ def test_the_summary_says_what_is_left_out() -> None:
                  shared_available=True, gate="must")
     line = left_out_line({"clauses": [clause_entry(r) for r in got.results]})
     assert line is not None
-    assert "review clause(s)" in line and "3 fault clause(s)" in line
+    assert "review clause(s)" in line and "4 fault clause(s)" in line
     assert all(cid in line for cid in FAULTS)

@@ -12,9 +12,13 @@ backend author.
 * :class:`Network` (``network``) -- the seam a store's ``make_shared_store(network=...)``
   routes its workers' connections through;
 * :class:`Nemesis` and :func:`plan` (``nemesis``) -- the seeded, replayable fault
-  sequence applied during the workload.
+  sequence applied during the workload;
+* :class:`Deployment` and :class:`Action` (``deployment``) -- the seam through which a
+  store's module offers the faults only its author can cause (crash and restart its
+  server, fail over), scheduled by the nemesis with ``--chongming-faults=deployment``.
 """
 
+from .deployment import Action, Deployment, DeploymentError
 from .nemesis import NETWORK_KINDS, PAUSE_KINDS, Applied, Fault, Nemesis, plan, read_nemesis_log
 from .network import NETWORK_KEYWORD, Network, takes_network
 from .proxy import FaultProxy
@@ -24,7 +28,10 @@ __all__ = [
     "NETWORK_KEYWORD",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
+    "Action",
     "Applied",
+    "Deployment",
+    "DeploymentError",
     "Fault",
     "FaultProxy",
     "Latency",

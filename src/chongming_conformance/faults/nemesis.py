@@ -29,7 +29,10 @@ The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
 * ``down`` -- the server unreachable: every connection reset, new ones refused;
 * ``pause`` -- a worker process stopped (SIGSTOP) mid-whatever for up to 1.5 s, then
   continued (SIGCONT): a holder that stops in the middle of a call, its connection idle
-  and its row locks held. Needs no network, so a store on a local file gets it too.
+  and its row locks held. Needs no network, so a store on a local file gets it too;
+* ``deployment:NAME`` -- one of the store's own deployment actions (``faults.deployment``:
+  crash a server and start it again, fail over): ``begin`` is called, then ``end`` after
+  the planned 0.5-2 s. Only with ``--chongming-faults=deployment``.
 
 Kills stay the workload's own (the mixed workload's crashing workers).
 """
@@ -48,10 +51,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .deployment import Action
 from .network import Network
 from .toxics import Latency, LimitData, Timeout
 
 __all__ = [
+    "DEPLOYMENT_PREFIX",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
     "Applied",
@@ -64,6 +69,8 @@ __all__ = [
 
 NETWORK_KINDS = ("lost-reply", "lost-request", "reset", "blackhole", "latency", "cut", "down")
 PAUSE_KINDS = ("pause",)
+#: A deployment action's fault kind is this prefix and the action's name.
+DEPLOYMENT_PREFIX = "deployment:"
 #: The file a nemesis logs its applied faults to, in the run's log folder.
 LOG_NAME = "nemesis.jsonl"
 #: Relative weights. The faults aimed at calls in flight come first: they are what a store
@@ -71,16 +78,23 @@ LOG_NAME = "nemesis.jsonl"
 #: blackhole holds every worker for the store's client timeout, so it comes seldom.
 _WEIGHTS = {"lost-reply": 8, "lost-request": 4, "reset": 2, "blackhole": 1, "latency": 1,
             "cut": 1, "down": 1, "pause": 1}
+#: The weight of each deployment action: a crash is the fault a durability verdict needs,
+#: and it takes seconds (a restart), so it comes about once for every four others.
+DEPLOYMENT_WEIGHT = 4
 
 
-def kinds_for(mode: str, *, network: bool) -> tuple[str, ...]:
-    """The fault kinds of a ``StressProfile.faults`` mode: ``pause`` only, or (``network``,
-    with a network to break) every kind."""
-    if mode == "network" and network:
-        return (*NETWORK_KINDS, *PAUSE_KINDS)
-    if mode in ("pause", "network"):
-        return PAUSE_KINDS
-    return ()
+def kinds_for(mode: str, *, network: bool, actions: Sequence[str] = ()) -> tuple[str, ...]:
+    """The fault kinds of a ``StressProfile.faults`` mode: ``pause`` only; with ``network``
+    (and a network to break) the network kinds too; with ``deployment`` also the store's
+    own ``actions`` (their names)."""
+    if mode not in ("pause", "network", "deployment"):
+        return ()
+    kinds: tuple[str, ...] = PAUSE_KINDS
+    if mode in ("network", "deployment") and network:
+        kinds = (*NETWORK_KINDS, *kinds)
+    if mode == "deployment":
+        kinds = (*kinds, *(DEPLOYMENT_PREFIX + a for a in actions))
+    return kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +143,7 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
     if not kinds:
         return
     rng = random.Random(f"chongming-nemesis-{seed}")
-    weights = [_WEIGHTS[k] for k in kinds]
+    weights = [_WEIGHTS.get(k, DEPLOYMENT_WEIGHT) for k in kinds]
     number = 0
     while True:
         number += 1
@@ -161,6 +175,8 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
                         float(rng.randrange(1, 200)))
         elif kind == "down":
             yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), True, pick)
+        elif kind.startswith(DEPLOYMENT_PREFIX):
+            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), True, pick)
         else:
             yield Fault(number, "pause", gap, rng.uniform(0.2, 1.5), False, pick)
 
@@ -194,9 +210,11 @@ class Nemesis:
         network: Network | None,
         pausable: Callable[[], Mapping[int, int]],
         log_path: Path,
+        actions: Mapping[str, Action] | None = None,
     ) -> None:
         self._faults = faults
         self._network = network
+        self._actions = dict(actions or {})
         self._pausable = pausable
         self._log_path = log_path
         self._stop = threading.Event()
@@ -258,9 +276,16 @@ class Nemesis:
             self._network.heal()
 
     # -- one fault --------------------------------------------------------------------------
+    def crashes(self) -> list[Applied]:
+        """The applied deployment actions that crash a server (``Action.crash``)."""
+        return [a for a in list(self.applied) if a.fault.kind.startswith(DEPLOYMENT_PREFIX)
+                and self._actions[a.fault.kind[len(DEPLOYMENT_PREFIX):]].crash]
+
     def _begin(self, fault: Fault) -> tuple[str, Callable[[], None]]:
         if fault.kind == "pause":
             return self._pause(fault)
+        if fault.kind.startswith(DEPLOYMENT_PREFIX):
+            return self._deployment(fault)
         proxies = self._network.proxies if self._network is not None else []
         if not proxies:
             return "no proxy to act on", _nothing
@@ -385,6 +410,22 @@ class Nemesis:
         if not self._stop.is_set():
             self.held_at = time.monotonic()
         self._stop.set()
+
+    def _deployment(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        """One of the store's own actions: ``begin`` now, ``end`` (if any) when it is undone.
+        Either raising stops the nemesis (its error is the run's): the deployment's own
+        tooling broke, which says nothing about the store."""
+        name = fault.kind[len(DEPLOYMENT_PREFIX):]
+        action = self._actions[name]
+        action.begin()
+        if action.end is None:
+            return f"{name} (the deployment's action)", _nothing
+        end = action.end
+
+        def undo() -> None:
+            end()
+
+        return f"{name} (the deployment's action), then its end", undo
 
     def _pause(self, fault: Fault) -> tuple[str, Callable[[], None]]:
         live = sorted(self._pausable().items())

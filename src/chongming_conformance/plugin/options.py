@@ -119,11 +119,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--chongming-faults",
-        choices=("none", "pause", "network"),
+        choices=("none", "pause", "network", "deployment"),
         default=None,
         help="Run the fault workload (the mixed workload under a nemesis, docs/faults.md): "
         "'pause' stops worker processes mid-call; 'network' also resets, blackholes, slows and "
-        "cuts the store's connections through the kit's proxy (make_shared_store(network=...)). "
+        "cuts the store's connections through the kit's proxy (make_shared_store(network=...)); "
+        "'deployment' also takes the store's own actions, such as crashing and restarting its "
+        "server (chongming_deployment() in the store's module), and judges durability. "
         "Default none: the XP-FAULT-* clauses are left out of the gate.",
     )
     group.addoption(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .. import __version__, reuse
-from ..clauses import CATALOGUE_VERSION
+from ..clauses import CATALOGUE_VERSION, unjudged_fault_clauses
 from ..hypothesis_profiles import PROFILES, active_profile_name
 from ..report import (
     Assessment,
@@ -82,6 +82,20 @@ class ConformanceRun:
                              "chongming-conformance-progress")
         manager.register(self, "chongming-conformance-run")
 
+    def _topology(self) -> str:
+        """What the cross-process verdicts ran on and under: the faults requested, the
+        deployment the store describes and the actions it offers (docs/faults.md)."""
+        kit = self.kit
+        faults = getattr(kit.stress_profile, "faults", "none")
+        network = kit.capabilities.unsupported.get("network")
+        where = (f"; the store declares no network ({network})" if network else "")
+        if kit.deployment is None:
+            described = ("deployment not described (no chongming_deployment() beside "
+                         f"{kit.shared_spec}): no deployment fault offered")
+        else:
+            described = "deployment " + kit.deployment.describe()
+        return f"faults {faults}{where}; {described}"
+
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         kit = self.kit
         shared = f"{kit.shared_spec} ({kit.shared_source})" if kit.shared_spec else "none"
@@ -97,6 +111,8 @@ class ConformanceRun:
             f"chongming: shared store {shared}; timeout {kit.timeout:g} s per call "
             f"({mechanism()})",
         ]
+        if kit.shared_spec:
+            lines.append(f"chongming: {self._topology()}")
         if kit.reset_spec is not None:
             lines.append(
                 f"chongming: store reuse: {kit.reset_spec} empties one kept store per process "
@@ -131,9 +147,11 @@ class ConformanceRun:
                 records, narrowed=(*records.narrowed, INTERRUPTED_REASON)
             )
         faults = getattr(kit.stress_profile, "faults", "none") if shared else "none"
+        crash_offered = kit.deployment is not None and bool(kit.deployment.crashes)
         self.assessment = assessment = assess(
             records, kit.capabilities, shared_available=shared, gate=options.gate,
             faults=faults,
+            unjudged=unjudged_fault_clauses(faults, crash_offered=crash_offered),
         )
         # With a gate the exit status is the gate's (a SHOULD failure does not fail a must
         # gate); without one it stays pytest's. Decided in report.outcomes, with the verdict.
@@ -151,6 +169,7 @@ class ConformanceRun:
             hypothesis_seed=options.hypothesis_seed,
             pytest_exit_status=int(session.exitstatus),
             store_reuse=self._store_reuse(),
+            topology=self._topology() if shared else None,
         )
         store = StoreInfo(
             spec=kit.store_spec,

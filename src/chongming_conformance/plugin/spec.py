@@ -21,6 +21,7 @@ import pytest
 
 from .. import specs
 from ..capabilities import Capabilities, CapabilityError, declared_capabilities
+from ..faults.deployment import DeploymentError, find_deployment
 from ..report import mask_secrets
 from ..reuse import RESET_ATTR
 from ..specs import SpecError
@@ -51,25 +52,27 @@ def resolve_spec(
 
 def _shared_factory(
     options: Options, module: ModuleType, caps: Capabilities
-) -> tuple[Callable[[], Any] | None, str | None, str | None]:
-    """(factory, spec, source) of the shared store: given, found next to the store, or none."""
+) -> tuple[Callable[[], Any] | None, str | None, str | None, ModuleType | None]:
+    """(factory, spec, source, module) of the shared store: given, found next to the store,
+    or none."""
     if options.shared_spec:
         if "cross_process" in caps.unsupported:
             raise _usage(
                 f"{options.shared_source}={options.shared_spec!r} is given, but {caps.origin} "
                 "declares cross_process unsupported; drop one of the two."
             )
-        factory, _, spec = resolve_spec(
+        factory, shared_module, spec = resolve_spec(
             options.shared_spec, options.shared_source, options.invocation_dir, options.timeout
         )
-        return factory, spec, options.shared_source
+        return factory, spec, options.shared_source, shared_module
     if "cross_process" not in caps.unsupported and callable(getattr(module, SHARED_ATTR, None)):
         return (
             getattr(module, SHARED_ATTR),
             f"{module.__name__}:{SHARED_ATTR}",
             f"found {SHARED_ATTR} in {module.__name__}",
+            module,
         )
-    return None, None, None
+    return None, None, None, None
 
 
 def _reset(
@@ -108,7 +111,14 @@ def resolve_kit(options: Options) -> tuple[KitConfig, str]:
                               f"{module.__name__}", options.timeout)
         except SpecError as exc:
             raise pytest.UsageError(str(exc)) from None
-    shared_factory, shared_spec, shared_source = _shared_factory(options, module, caps)
+    shared_factory, shared_spec, shared_source, shared_module = _shared_factory(
+        options, module, caps)
+    deployment = None
+    if shared_factory is not None:
+        try:
+            deployment = find_deployment(shared_module)
+        except DeploymentError as exc:
+            raise _usage(f"{shared_source}: {exc}.") from None
     if shared_factory is not None and options.scope != "single":
         assert shared_spec is not None and shared_source is not None
         try:
@@ -128,5 +138,6 @@ def resolve_kit(options: Options) -> tuple[KitConfig, str]:
         stress_profile=options.stress_profile,
         reset_store=reset,
         reset_spec=reset_spec,
+        deployment=deployment,
     )
     return kit, described

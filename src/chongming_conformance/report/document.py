@@ -106,6 +106,9 @@ class RunSettings:
     pytest_exit_status: int = 0
     #: None: no reset_store, a new store per test and example.
     store_reuse: StoreReuseInfo | None = None
+    #: The faults requested and the deployment the cross-process verdicts ran on (None:
+    #: no shared store, so no cross-process verdict).
+    topology: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class _Run:
     stress_profile: Annotated[dict[str, Any] | None, OPTIONAL_KEY]
     hypothesis_seed: str | None
     store_reuse: Annotated[StoreReuseInfo | None, OPTIONAL_KEY]
+    topology: Annotated[str | None, OPTIONAL_KEY]
     gate: Annotated[str | None, Enum(("must", "should", None))]
     gate_passed: bool | None
     pytest_exit_status: int
@@ -223,6 +227,7 @@ def build_document(
         stress_profile=settings.stress_profile,
         hypothesis_seed=settings.hypothesis_seed,
         store_reuse=settings.store_reuse,
+        topology=settings.topology,
         gate=assessment.gate,
         gate_passed=assessment.gate_passed,
         pytest_exit_status=settings.pytest_exit_status,

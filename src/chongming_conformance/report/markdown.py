@@ -41,6 +41,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         f"| Kit / catalogue | {doc['kit_version']} / {doc['catalogue_version']} |",
         f"| Python | {env['implementation']} {env['python']} on {_cell(env['platform'])} |",
         f"| pytest / hypothesis | {env['pytest']} / {env['hypothesis'] or '-'} |",
+        *([f"| Topology | {_cell(run['topology'])} |"] if run.get("topology") else []),
         f"| Gate | {run['gate'] or 'none'}"
         + ("" if run["gate_passed"] is None else (" — passed" if run["gate_passed"] else
                                                   " — **failed**"))

@@ -208,10 +208,13 @@ def evaluate(
     *,
     shared_available: bool,
     faults: str = "none",
+    unjudged: Mapping[str, str] | None = None,
 ) -> list[ClauseResult]:
     """One result per catalogue clause, in catalogue order. ``faults``: the run's
     ``--chongming-faults`` mode; the fault clauses it does not judge are left out of the
-    gate (``clauses.unrequested_fault_clauses``)."""
+    gate (``clauses.unrequested_fault_clauses``). ``unjudged``: clause -> why this run could
+    not judge it (``clauses.unjudged_fault_clauses``): NOT VERIFIED unless it FAILs, and
+    still gated."""
     unsupported = capabilities.unsupported_clauses()
     # Every test is listed under each clause it declares: invert that once.
     declared: dict[str, set[str]] = {}
@@ -231,6 +234,10 @@ def evaluate(
     ]
     left_out = unrequested_fault_clauses(faults)
     results = [_left_out(r, left_out[r.clause.id]) if r.clause.id in left_out else r
+               for r in results]
+    missing = dict(unjudged or {})
+    results = [ClauseResult(r.clause, NOT_VERIFIED, missing[r.clause.id], r.tests)
+               if r.clause.id in missing and r.outcome not in (FAIL, UNSUPPORTED) else r
                for r in results]
     return _knock_ons_across_processes(results)
 
@@ -391,6 +398,7 @@ def assess(
     shared_available: bool,
     gate: str | None = None,
     faults: str = "none",
+    unjudged: Mapping[str, str] | None = None,
 ) -> Assessment:
     """Clause outcomes, partial reasons, gate and verdict for one run of the suite."""
     by_clause: dict[str, list[TestResult]] = {}
@@ -402,7 +410,7 @@ def assess(
         for cid in cids:
             by_clause.setdefault(cid, []).append(test)
     results = evaluate(by_clause, capabilities, shared_available=shared_available,
-                       faults=faults)
+                       faults=faults, unjudged=unjudged)
     reasons = partial_reasons(records)
     must = {r.clause.id for r in results if r.gated and r.clause.level is Level.MUST}
     failed_tests = sum(

@@ -41,6 +41,8 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     left_out = left_out_line(doc)
     if left_out:
         lines.append((left_out, ""))
+    if doc["run"].get("topology"):
+        lines.append((f"cross-process verdicts ran on: {doc['run']['topology']}", ""))
     if doc["unmapped_tests"]:
         lines.append((
             f"{len(doc['unmapped_tests'])} suite test(s) declare no clause: "
@@ -69,8 +71,8 @@ def left_out_line(doc: Mapping[str, Any]) -> str | None:
     if review:
         parts.append(f"{len(review)} review clause(s) (checked by review, not by tests)")
     if faults:
-        parts.append(f"{len(faults)} fault clause(s) ({', '.join(faults)}: faults not "
-                     "requested, --chongming-faults=network)")
+        parts.append(f"{len(faults)} fault clause(s) ({', '.join(faults)}: their faults "
+                     "not requested, see --chongming-faults)")
     return "left out of the gate and the verdict: " + "; ".join(parts) if parts else None
 
 

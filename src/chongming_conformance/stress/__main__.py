@@ -25,6 +25,8 @@ import time
 from collections.abc import Sequence
 
 from ..capabilities import CapabilityError, declared_capabilities
+from ..clauses import unjudged_fault_clauses
+from ..faults.deployment import DeploymentError, find_deployment
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
@@ -89,7 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--faults", choices=FAULT_MODES, default="none",
                         help="also run the fault workload: 'pause' stops workers mid-call, "
                              "'network' also breaks the connections make_shared_store(network="
-                             "...) routes through the kit's proxy (docs/faults.md)")
+                             "...) routes through the kit's proxy, 'deployment' also takes the "
+                             "actions the module's chongming_deployment() offers (crash and "
+                             "restart its server) and judges durability (docs/faults.md)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the stress schedules and the fault schedule (default: "
                              "the profile's, 0)")
@@ -100,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, _, attr = args.factory.partition(":")
     module = importlib.import_module(module_name)
     factory = getattr(module, attr or "make_shared_store")
+    try:
+        deployment = find_deployment(module)
+    except DeploymentError as exc:
+        print(f"{args.factory}: {exc}", file=sys.stderr)
+        return 4
     integrity: IntegrityCheck | None = sqlite_opener_integrity if args.sqlite_integrity else None
     profile = dataclasses.replace(get_profile(args.profile), faults=args.faults)
     if args.seed is not None:
@@ -107,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     results = run_all(factory, profile, scenarios=args.scenario, integrity=integrity,
                       keep_logs=True if args.keep_logs else None,
-                      network_absent=_network_absent(factory, module))
+                      network_absent=_network_absent(factory, module), deployment=deployment)
     total = time.monotonic() - started
     print(f"{'scenario':<20} {'verdict':<12} {'ops':>6} {'ops/s':>8} {'wall s':>7}")
     for r in results:
@@ -124,9 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         if not r.ok:
             print(r.report(), file=sys.stderr)
+    unjudged = unjudged_fault_clauses(profile.faults, crash_offered=deployment is not None
+                                      and bool(deployment.crashes))
+    for clause, why in unjudged.items():
+        print(f"NOT VERIFIED {clause}: {why}", file=sys.stderr)
     if any(r.failed for r in results):
         return 1
-    return 2 if any(r.unverified for r in results) else 0
+    return 2 if unjudged or any(r.unverified for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -78,6 +78,12 @@ class StressContract:
         then injects pauses only, and never asks for the ``network`` keyword."""
         return None
 
+    def deployment(self) -> Any:
+        """The store's deployment (``faults.Deployment``: its topology and the fault actions
+        only it can cause, such as crashing its server), or None (default): a fault run
+        with ``faults="deployment"`` then has no deployment action to take."""
+        return None
+
     # -- lifecycle ----------------------------------------------------------------------
     def setup_method(self, method: object = None) -> None:
         self._stress_stack = contextlib.ExitStack()
@@ -94,14 +100,16 @@ class StressContract:
         profile = get_profile(self.stress_profile)
         if SCENARIOS[scenario].faults and profile.faults == "none":
             raise NotVerified(
-                f"{scenario}: faults were not requested (--chongming-faults=network, or pause "
+                f"{scenario}: faults were not requested (--chongming-faults=network or "
+                "deployment, or pause "
                 "for a store with no server; python -m chongming_conformance.stress "
                 "--faults network): its clauses are not judged, and left out of the gate")
         opener, network = open_location(self.make_shared_store, scenario, profile,
                                         self._stress_stack, takes=self.takes_network(),
                                         origin=f"{type(self).__name__}.make_shared_store()")
         return run_scenario(scenario, opener, profile, integrity=self.check_integrity,
-                            network=network, network_absent=self.network_absent())
+                            network=network, network_absent=self.network_absent(),
+                            deployment=self.deployment())
 
     def assert_stress(self, scenario: str) -> ScenarioResult:
         result = self.run_stress(scenario)

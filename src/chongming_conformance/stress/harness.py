@@ -478,7 +478,7 @@ class Harness:
 
     def __init__(self, scenario: str, opener: Opener, profile: StressProfile,
                  logdir: Path, *, network: Any = None, network_absent: str | None = None,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, deployment: Any = None) -> None:
         self.scenario = scenario
         self.opener = opener
         self.profile = profile
@@ -488,6 +488,9 @@ class Harness:
         self.network = network
         #: Why the store has no network to break, when it declares so (capabilities).
         self.network_absent = network_absent
+        #: The store's own deployment (``faults.Deployment``: topology and fault actions),
+        #: when its module describes one.
+        self.deployment = deployment
         #: Seconds the scenario may take (the profile's deadline unless it sets its own).
         self.limit = profile.deadline if deadline is None else deadline
         self.deadline = time.monotonic() + self.limit

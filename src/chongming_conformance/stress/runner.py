@@ -190,6 +190,7 @@ def run_scenario(
     keep_logs: bool | None = None,
     network: Any = None,
     network_absent: str | None = None,
+    deployment: Any = None,
 ) -> ScenarioResult:
     """Run scenario ``name`` against the shared store ``opener`` opens; never raises for a
     store's failure (it is in the result).
@@ -198,7 +199,8 @@ def run_scenario(
     ``keep_logs``: True keeps the worker logs, False deletes them, None (default)
     keeps them only when the result is not ok. ``network``: the seam the opener's
     connections were routed through (``faults.Network``; see :func:`open_location`),
-    ``network_absent``: why the store has none, when it declares so.
+    ``network_absent``: why the store has none, when it declares so; ``deployment``: the
+    store's own topology and fault actions (``faults.Deployment``), if it describes them.
     """
     if name not in SCENARIOS:
         raise ValueError(f"unknown stress scenario {name!r}; known: {', '.join(SCENARIOS)}")
@@ -213,7 +215,7 @@ def run_scenario(
     logdir = Path(tempfile.mkdtemp(prefix=f"chongming-stress-{name}-"))
     # A fault run waits out blackholes and pauses, and a recovery window: twice the time.
     h = Harness(name, opener, prof, logdir, network=network, network_absent=network_absent,
-                deadline=prof.deadline * 2 if scenario.faults else None)
+                deadline=prof.deadline * 2 if scenario.faults else None, deployment=deployment)
     started = time.monotonic()
     try:
         scenario.run(h)
@@ -289,6 +291,7 @@ def run_all(
     integrity: IntegrityCheck | None = None,
     keep_logs: bool | None = None,
     network_absent: str | None = None,
+    deployment: Any = None,
 ) -> list[ScenarioResult]:
     """Every scenario (or ``scenarios``), each on a fresh location from ``make_shared_store``.
 
@@ -309,7 +312,8 @@ def run_all(
             results.append(failed)
             continue
         result = run_scenario(name, opener, prof, integrity=integrity, keep_logs=keep_logs,
-                              network=network, network_absent=network_absent)
+                              network=network, network_absent=network_absent,
+                              deployment=deployment)
         result.errors += _close(stack)
         results.append(result)
     return results

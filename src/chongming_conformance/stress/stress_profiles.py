@@ -14,8 +14,10 @@ __all__ = ["DEFAULT_PROFILE", "FAULT_MODES", "PROFILES", "StressProfile", "get_p
 #: What the nemesis may do during the fault run (``stress.scenarios.fault_workload``):
 #: ``none`` -- no fault run; ``pause`` -- SIGSTOP/SIGCONT of worker processes (needs no
 #: network, so a store on a local file is judged too); ``network`` -- pauses and the network
-#: faults of the proxy (resets, blackholes, latency, replies cut mid-stream, the server down).
-FAULT_MODES = ("none", "pause", "network")
+#: faults of the proxy (resets, blackholes, latency, replies cut mid-stream, the server down);
+#: ``deployment`` -- all that and the store's own deployment actions (crash a server and
+#: restart it, fail over: ``faults.deployment``). Each mode includes the ones before it.
+FAULT_MODES = ("none", "pause", "network", "deployment")
 
 
 @dataclass(frozen=True, slots=True)

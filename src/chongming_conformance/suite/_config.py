@@ -22,6 +22,7 @@ __all__ = [
     "KitConfig",
     "capabilities",
     "current",
+    "deployment",
     "guarded",
     "install",
     "shared_store_factory",
@@ -51,6 +52,9 @@ class KitConfig:
     #: The factory module's ``reset_store`` (None: a new store per test and example).
     reset_store: Callable[[TaskStore], None] | None = None
     reset_spec: str | None = None
+    #: The shared store's ``faults.Deployment`` (its module's ``chongming_deployment()``),
+    #: or None when it describes none.
+    deployment: Any = None
 
 
 _current: KitConfig | None = None
@@ -74,6 +78,11 @@ def current() -> KitConfig:
             "--chongming-store=MODULE:ATTR (or CHONGMING_STORE / ini chongming_store)"
         )
     return _current
+
+
+def deployment() -> Any:
+    """The shared store's deployment (``faults.Deployment``), or None."""
+    return current().deployment
 
 
 def store_factory() -> Callable[[], Any]:

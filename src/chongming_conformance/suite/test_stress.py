@@ -36,3 +36,6 @@ class TestStoreStress(StressContract):
 
     def network_absent(self) -> str | None:
         return _config.capabilities().unsupported.get("network")
+
+    def deployment(self) -> Any:
+        return _config.deployment()

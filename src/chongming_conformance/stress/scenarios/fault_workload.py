@@ -1,20 +1,25 @@
-"""``fault_workload`` proves XP-FAULT-SAFETY, -RECOVERY and -NO-HANG: the mixed workload
-under a nemesis.
+"""``fault_workload`` proves XP-FAULT-SAFETY, -RECOVERY, -NO-HANG and -DURABILITY: the mixed
+workload under a nemesis.
 
 The mixed workload (``mixed_workload``: every worker a seeded random mix of all 14
 calls, crashing workers SIGKILLed mid-call, every call recorded) runs while the nemesis
 (``faults.nemesis``) breaks the world around it with the seed's fault sequence: TCP
 resets at random instants (some between a COMMIT and its reply), blackholes (a server
 that stops answering without closing the socket), latency spikes, replies cut
-mid-stream, the server down, and worker processes paused (SIGSTOP) mid-call. Network
-faults need the store's connections routed through the kit's proxies (the
-``network`` keyword of ``make_shared_store``, docs/faults.md); pauses need nothing.
+mid-stream, the server down, and worker processes paused (SIGSTOP) mid-call; with
+``faults="deployment"`` also the deployment's own actions (``faults.deployment``: a
+server crashed and started again, a failover). Network faults need the store's
+connections routed through the kit's proxies (the ``network`` keyword of
+``make_shared_store``, docs/faults.md); pauses need nothing; deployment actions need the
+store's module to offer them (``chongming_deployment()``).
 
 Three phases. **Faults**: ``fault_seconds`` of the profile (and at least one round),
 the nemesis applying one fault after another. **Recovery**: worker 0
 tells the parent, which stops the nemesis and heals everything; every worker then reads
-through each of its store instances for :data:`RECOVERY_SECONDS` (a call may fail
-there: a connection the last fault broke is found out by using it). **Healthy tail**:
+through each of its store instances for :data:`RECOVERY_SECONDS` (or the longest
+``recovery_seconds`` a deployment action asks for; a call may fail there: a connection
+the last fault broke is found out by using it). With crash actions offered, the faults go
+on past ``fault_seconds`` until at least one crash has been applied. **Healthy tail**:
 :data:`TAIL_ROUNDS` more rounds, with their check phases and the final drain.
 
 The verdicts, each on its own clause:
@@ -30,6 +35,11 @@ The verdicts, each on its own clause:
 * **recovery** (XP-FAULT-RECOVERY): after the recovery window every call succeeds again
   (the healthy rules: only a save's conflict and a duplicate id's StoreError); a store
   that keeps a dead connection fails every call there.
+* **durability** (XP-FAULT-DURABILITY): the same checker, same history. A violation is
+  durability's when its minimal core holds a write acknowledged before a crash action
+  began and a call invoked after the crash ended (the server came back without what it
+  had acknowledged: ``synchronous_commit = off``, ``innodb_flush_log_at_trx_commit = 0``);
+  every other violation is safety's. Judged only in a run where a crash action ran.
 * **no hang** (XP-FAULT-NO-HANG): no call takes longer than :data:`NO_HANG_SECONDS`. A
   call still pending that long is reported at once and its worker killed (its effect is
   then unknown), so a store with no client-side timeout fails this clause in seconds
@@ -50,13 +60,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...faults.nemesis import LOG_NAME, Nemesis, kinds_for, plan
+from ...faults.nemesis import DEPLOYMENT_PREFIX, LOG_NAME, Applied, Nemesis, kinds_for, plan
 from ..harness import Group, Harness
+from ..lincheck import Violation
 from ..log import Logs, Op
 from . import mixed_workload as mixed
 from ._registry import Scenario, register
 
 SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
+DURABILITY = "XP-FAULT-DURABILITY"
+#: The calls that change what the store holds: an acknowledged one must survive a crash.
+WRITES = frozenset({"create", "save", "append", "touch", "submit_command", "claim_commands",
+                    "complete_command", "release_command", "prune"})
 #: Seconds after the heal in which a call may still fail; every later call must succeed.
 #: A pool whose connects hung in a blackhole finds out at its connect timeout (5 s in the
 #: reference stores' fault wiring) and then backs off (psycopg_pool: 1 s, then 2 s): ten
@@ -80,15 +95,19 @@ def run(h: Harness) -> None:
     """The mixed workload with the nemesis; see the module docstring."""
     mode = h.profile.faults
     seed = h.profile.seed
-    kinds = kinds_for(mode, network=h.network is not None)
+    actions = dict(h.deployment.actions) if h.deployment is not None and \
+        mode == "deployment" else {}
+    kinds = kinds_for(mode, network=h.network is not None, actions=list(actions))
     unrouted = _unrouted(h, mode)
     n, cycles = h.profile.processes, h.profile.crash_cycles
-    group = mixed.launch(h, tail=TAIL_ROUNDS, recovery=RECOVERY_SECONDS)
+    recovery = max([RECOVERY_SECONDS, *(a.recovery_seconds for a in actions.values())])
+    group = mixed.launch(h, tail=TAIL_ROUNDS, recovery=recovery)
     nemesis = Nemesis(
         plan(seed, kinds), network=h.network,
         pausable=lambda: {i: p.pid for i, p in group.procs.items()
                           if i < n and p.pid is not None and p.is_alive()},
-        log_path=h.logdir / LOG_NAME)
+        log_path=h.logdir / LOG_NAME, actions=actions)
+    need_crash = any(a.crash for a in actions.values())
     watch = HangWatch(h, group, range(n), on_stuck=nemesis.hold)
     # Faults begin once every worker has opened its stores (worker 0 passed the first
     # barrier): opening is the factory's business, not the workload's.
@@ -96,7 +115,8 @@ def run(h: Harness) -> None:
     began = time.monotonic()
     nemesis.start()
     try:
-        _fault_phase(h, group, watch, n, cycles, seed)
+        _fault_phase(h, group, watch, n, cycles, seed,
+                     crashed=(lambda: bool(nemesis.crashes())) if need_crash else None)
     finally:
         healed = nemesis.stop()  # also when the phase raised: never leave a worker stopped
     signals = mixed.signals_of(h)
@@ -107,10 +127,14 @@ def run(h: Harness) -> None:
     _cover(h, mode, kinds, nemesis, began, healed)
     if nemesis.error:
         h.errors.append(nemesis.error)
+    crashes = nemesis.crashes()
     judge(h, logs, began=min([began, *(a.start for a in nemesis.applied)]),
-          healed=healed, hung=bool(watch.hung))
+          healed=healed, hung=bool(watch.hung), recovery=recovery, crashes=crashes)
     if unrouted and not h.anomalies:
         h.not_verified(unrouted)
+    if need_crash and not crashes and not h.anomalies:
+        h.not_verified("the deployment offers a crash action, but none was applied before "
+                       "the run had to end, so durability was not judged")
 
 
 def _unrouted(h: Harness, mode: str) -> str | None:
@@ -128,9 +152,10 @@ def _unrouted(h: Harness, mode: str) -> str | None:
 
 
 def _fault_phase(h: Harness, group: Group, watch: HangWatch, n: int, cycles: int,
-                 seed: int) -> None:
+                 seed: int, *, crashed: Callable[[], bool] | None = None) -> None:
     """Until worker 0 reaches the quiet round: kill each crashing worker once it is busy,
-    and watch for hung calls."""
+    and watch for hung calls. ``crashed``: whether a crash action has been applied yet;
+    the faults go on until one has (or the deadline)."""
     signals = mixed.signals_of(h)
     rng = random.Random(seed)
     kill_at: dict[int, float] = {}
@@ -140,7 +165,8 @@ def _fault_phase(h: Harness, group: Group, watch: HangWatch, n: int, cycles: int
     while h.remaining() > 0 and any(p.is_alive() for p in mixers):
         if (signals / "quiet").exists():
             break
-        if time.monotonic() >= enough_at and not (signals / "enough").exists():
+        if time.monotonic() >= enough_at and not (signals / "enough").exists() \
+                and (crashed is None or crashed()):
             (signals / "enough").touch()  # worker 0 turns the run quiet at its next round
         for k in range(cycles):
             if k in done:
@@ -266,6 +292,7 @@ def _cover(h: Harness, mode: str, kinds: Sequence[str], nemesis: Nemesis, began:
     h.coverage.append(f"faults {mode} (seed {h.profile.seed}): kinds {', '.join(kinds)}; "
                       f"{len(nemesis.applied)} applied in {healed - began:.1f} s ({applied}"
                       f"{held}); network {network}; replay with the same seed and profile")
+    h.coverage.append(_deployment_line(h, mode, nemesis))
     h.stats.update(fault_seed=h.profile.seed, fault_mode=mode, faults_applied=dict(counts),
                    fault_seconds=round(healed - began, 2))
     if mode == "network" and h.network is not None and not h.network.proxies:
@@ -274,17 +301,56 @@ def _cover(h: Harness, mode: str, kinds: Sequence[str], nemesis: Nemesis, began:
                        "reached the store")
 
 
-def judge(h: Harness, logs: Logs, *, began: float, healed: float, hung: bool) -> None:
+def _deployment_line(h: Harness, mode: str, nemesis: Nemesis) -> str:
+    """What the run covered of the deployment: its topology, the actions it offers and the
+    ones applied, and whether durability was judged."""
+    d = h.deployment
+    if d is None:
+        return ("deployment: not described (the store's module has no chongming_deployment()): "
+                "no deployment action ran, durability after a server crash not judged")
+    used = Counter(a.fault.kind[len(DEPLOYMENT_PREFIX):] for a in nemesis.applied
+                   if a.fault.kind.startswith(DEPLOYMENT_PREFIX))
+    applied = ", ".join(f"{k}×{used[k]}" for k in sorted(used)) or "none"
+    if mode != "deployment":
+        judged = (f"not applied (--chongming-faults={mode}; deployment actions need "
+                  "--chongming-faults=deployment)")
+    elif not d.crashes:
+        judged = f"applied {applied}; no crash action offered: durability not judged"
+    else:
+        judged = f"applied {applied}; durability judged across {len(nemesis.crashes())} crash(es)"
+    return f"deployment: {d.describe()}; {judged}"
+
+
+def _durability_or_safety(crashes: Sequence[Applied]) -> Callable[[Violation], str]:
+    """The clause a violation is evidence against: durability's when its minimal core has a
+    write acknowledged before a crash began and a call invoked after that crash ended (the
+    state came back without the write), safety's otherwise."""
+    def classify(v: Violation) -> str:
+        for crash in crashes:
+            acked = any(c.method in WRITES and c.definite and c.t_return is not None
+                        and c.t_return < crash.start for c in v.calls)
+            later = any(c.t_invoke > crash.end for c in v.calls)
+            if acked and later:
+                return DURABILITY
+        return SAFETY
+    return classify
+
+
+def judge(h: Harness, logs: Logs, *, began: float, healed: float, hung: bool,
+          recovery: float = RECOVERY_SECONDS, crashes: Sequence[Applied] = ()) -> None:
     """Errors by phase, then the checker's verdict on the whole history (see the module
-    docstring); ``hung``: a worker was killed for hanging, so recovery cannot be judged."""
-    window_end = healed + RECOVERY_SECONDS
+    docstring); ``hung``: a worker was killed for hanging, so recovery cannot be judged;
+    ``recovery``: seconds after the heal in which calls may fail; ``crashes``: the crash
+    actions applied (a violation across one is durability's)."""
+    window_end = healed + recovery
     ops = list(logs.all_ops())
     before = [o for o in ops if _ended_before(o, began)]
     after = [o for o in ops if o.t_invoke >= window_end]
     mixed.report_disallowed_errors(h, before, clause=SAFETY)
     if not hung:
         mixed.report_disallowed_errors(h, after, kind="not-recovered", clause=RECOVERY)
-    mixed.verdict(h, logs, h.profile.seed, clause=SAFETY)
+    mixed.verdict(h, logs, h.profile.seed, clause=SAFETY,
+                  classify=_durability_or_safety(crashes) if crashes else None)
 
 
 def _ended_before(op: Op, instant: float) -> bool:
@@ -293,4 +359,4 @@ def _ended_before(op: Op, instant: float) -> bool:
 
 SCENARIO = register(Scenario(name="fault_workload", clause=SAFETY,
                              rule="history_linearizable_under_faults", run=run,
-                             also=(RECOVERY, NO_HANG), faults=True))
+                             also=(RECOVERY, NO_HANG, DURABILITY), faults=True))

@@ -55,7 +55,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -64,7 +64,7 @@ from typing import Any
 from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ...protocol import TaskStore
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
-from ..lincheck import Budget, Verdict, calls_from_logs, check
+from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
 from ..records import (
     BASE,
@@ -595,23 +595,32 @@ def report_disallowed_errors(h: Harness, ops: Sequence[Op], *, kind: str | None 
 
 
 def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int, *,
-            clause: str | None = None) -> None:
+            clause: str | None = None,
+            classify: Callable[[Violation], str] | None = None) -> None:
     """The checker's verdict on the recorded history, as anomalies (a violation: FAIL)
-    or a reason it is NOT VERIFIED (the budget ran out first).
+    or a reason it is NOT VERIFIED (the budget ran out first). ``classify`` names the
+    clause each violation is evidence against (a fault run: a lost write across a server
+    crash is durability's); the violations not minimised (no calls to tell by) go to the
+    one clause the shown ones all have, else to ``clause``.
 
     Interleaving assumption: none beyond the guide's -- the checker tries every order
     real time allows, with the strict SKIP LOCKED policy for claims.
     """
     result = check(calls_from_logs(logs), skip=SKIP, budget=BUDGET)
     unshown = [v for v in result.violations if not v.calls]
+    shown_clauses: set[str | None] = set()
     for v in result.violations:
         if not v.calls:
             continue
         text = str(v)
         body = text[len(f"[{v.kind}] "):] if text.startswith(f"[{v.kind}] ") else text
+        against = clause if classify is None else classify(v)
+        shown_clauses.add(against)
         h.anomaly(v.kind, f"(seed {seed}) {body}",
                   cites=[c.source for c in v.calls if c.source is not None],
-                  clause=clause, seed=seed, where=v.where)
+                  clause=against, seed=seed, where=v.where)
+    if len(shown_clauses) == 1:
+        clause = shown_clauses.pop()
     if unshown:
         names = ", ".join(v.where for v in unshown[:8])
         more = f" and {len(unshown) - 8} more" if len(unshown) > 8 else ""
