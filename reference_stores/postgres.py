@@ -678,6 +678,7 @@ class PostgresTaskStore:
         transaction, never per session: behind PgBouncer in transaction mode a
         session ``SET`` would stay on a server connection that other clients get
         next, and be missing from the one this store gets for its next call.
+        It costs two round trips per call (BEGIN and COMMIT; docs/postgres.md).
         Without a watchdog each statement is its own transaction (autocommit);
         with it the call's statements share one, and see the same (READ
         COMMITTED: each statement sees what was committed when it started).
