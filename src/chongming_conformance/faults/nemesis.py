@@ -79,7 +79,7 @@ LOG_NAME = "nemesis.jsonl"
 _WEIGHTS = {"lost-reply": 8, "lost-request": 4, "reset": 2, "blackhole": 1, "latency": 1,
             "cut": 1, "down": 1, "pause": 1}
 #: The weight of each deployment action: a crash is the fault a durability verdict needs,
-#: and it takes seconds (a restart), so it comes about once for every four others.
+#: and it is preceded by seconds of health (``plan``), so it may be drawn often.
 DEPLOYMENT_WEIGHT = 4
 
 
@@ -176,7 +176,10 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
         elif kind == "down":
             yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), True, pick)
         elif kind.startswith(DEPLOYMENT_PREFIX):
-            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), True, pick)
+            # Seconds of health first: a store recovering from the last crash is judged on
+            # its way back (the workers' check phases and rounds go on), not crashed again
+            # before it has reconnected.
+            yield Fault(number, kind, rng.uniform(3.0, 6.0), rng.uniform(0.5, 2.0), True, pick)
         else:
             yield Fault(number, "pause", gap, rng.uniform(0.2, 1.5), False, pick)
 
