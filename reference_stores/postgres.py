@@ -124,6 +124,7 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
+from chongming_conformance.faults import Deployment
 from chongming_conformance.report.masking import mask_secrets
 
 from .postgres_schema import (
@@ -946,6 +947,34 @@ def routed_dsn(dsn: str, network: Any) -> str:
     params["host"] = str(routed_host)
     params["port"] = str(int(routed_port))
     return make_conninfo("", **params)
+
+
+def chongming_deployment() -> Deployment:
+    """What the kit's reports say this store ran on (the deployment seam, docs/faults.md).
+
+    The server's version, and whether something sits between the store and the server:
+    the port the DSN names and the port the server itself listens on
+    (``inet_server_port()``) differ behind a pooler or proxy such as PgBouncer. The
+    template offers no fault action: crashing or failing over a server is the
+    deployment's business (tests/stress/crash_stores.py does it for private servers).
+    Copy this function into your store's module and say what you deploy on.
+    """
+    dsn = _dsn_from_env()
+    params = conninfo_to_dict(dsn)
+    named = f"{params.get('host') or params.get('hostaddr') or 'local socket'}:" \
+            f"{params.get('port') or '5432'}"
+    try:
+        with psycopg.connect(dsn, autocommit=True, prepare_threshold=None,
+                             connect_timeout=10) as conn:
+            row = conn.execute("SELECT current_setting('server_version'), "
+                               "inet_server_port()").fetchone()
+    except psycopg.Error as exc:
+        return Deployment(topology=f"PostgreSQL at {named} (could not be asked: "
+                                   f"{type(exc).__name__})")
+    version, port = (row or ("?", None))
+    between = ("" if port is None or str(port) == str(params.get("port") or "5432") else
+               f", through a pooler or proxy (the server itself listens on port {port})")
+    return Deployment(topology=f"PostgreSQL {version} at {named}{between}")
 
 
 def make_shared_store(
