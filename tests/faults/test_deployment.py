@@ -15,14 +15,7 @@ import pytest
 
 from chongming_conformance.faults import Action, Deployment, DeploymentError, Nemesis, plan
 from chongming_conformance.faults.deployment import find_deployment
-from chongming_conformance.faults.nemesis import Applied, Fault, kinds_for
-from chongming_conformance.stress.lincheck.check import Violation
-from chongming_conformance.stress.lincheck.history import Call, Outcome
-from chongming_conformance.stress.scenarios.fault_workload import (
-    DURABILITY,
-    SAFETY,
-    _durability_or_safety,
-)
+from chongming_conformance.faults.nemesis import Fault, kinds_for
 
 
 def _nothing() -> None:
@@ -118,33 +111,4 @@ def test_an_action_that_raises_stops_the_nemesis_with_its_error(tmp_path: Path) 
         time.sleep(0.01)
     nemesis.stop()
     assert nemesis.error is not None and "pg_ctl exited 1" in nemesis.error
-
-
-def _call(i: int, method: str, t0: float, t1: float) -> Call:
-    return Call(id=i, process=f"w{i}", method=method, args={}, outcome=Outcome.OK,
-                t_invoke=t0, t_return=t1)
-
-
-def _violation(*calls: Call, context: tuple[Call, ...] = ()) -> Violation:
-    return Violation("not-linearizable", "task 't'", "no order fits", list(calls),
-                     list(context))
-
-
-def test_a_lost_write_across_a_crash_is_durability_and_anything_else_safety() -> None:
-    crash = Applied(Fault(1, "deployment:crash", 0.0, 1.0, True, 0), start=10.0, end=12.0,
-                    detail="")
-    classify = _durability_or_safety([crash])
-    # Acknowledged before the server died; read back from the server that came back.
-    assert classify(_violation(_call(1, "save", 9.0, 9.5), _call(2, "get", 13.0, 13.1))) \
-        == DURABILITY
-    # The acknowledged write is context, the read that misses it spans the crash.
-    assert classify(_violation(_call(2, "counts", 9.8, 12.5),
-                               context=(_call(1, "save", 9.0, 9.5),))) == DURABILITY
-    # All before the crash: the store was wrong with its server up.
-    assert classify(_violation(_call(1, "save", 1.0, 1.5), _call(2, "get", 2.0, 2.1))) == SAFETY
-    # All after it: written and misread by the server that came back.
-    assert classify(_violation(_call(1, "save", 20.0, 20.5), _call(2, "get", 21.0, 21.1))) \
-        == SAFETY
-    # Only reads: nothing acknowledged was lost.
-    assert classify(_violation(_call(1, "get", 9.0, 9.5), _call(2, "get", 13.0, 13.1))) == SAFETY
 

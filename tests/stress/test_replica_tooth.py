@@ -6,9 +6,6 @@ primary. The test builds both servers itself (a ``ThrowawayPostgres`` and a
 ``ThrowawayStandby`` made with ``pg_basebackup -R``; tests/integration/
 throwaway_servers.py), never touching the shared server on 5432.
 
-* ``shared_visibility`` fails it on XP-SHARED-VISIBILITY with ``stale-read``
-  anomalies: a worker reads the row after the barrier that follows the write,
-  and the standby has not replayed it yet;
 * ``mixed_workload`` fails it on XP-MIXED-WORKLOAD: the recorded history is not
   linearizable, and the call that cannot take effect is a read answering an
   older state;
@@ -17,9 +14,11 @@ throwaway_servers.py), never touching the shared server on 5432.
 
 A catch is a probability: the seed fixes the workers' choices, not the
 replication lag, which is milliseconds on a loopback. Measured per run at the
-quick profile (docs/replicas.md): shared_visibility caught 8 of 11 runs,
-mixed_workload 11 of 11. So each scenario gets several seeds in turn and
-the test fails only if every one of them misses; every run, caught or not,
+quick profile (docs/replicas.md): shared_visibility caught 8 of 11 runs alone,
+but 0 of 6 beside a loaded CI run (the standby kept up), so it is a measurement,
+not a test here; mixed_workload caught 11 of 11 -- its workers read a task right
+after saving it. It gets several seeds in turn and the test fails only if every
+one of them misses; every run, caught or not,
 must blame nothing outside the scenario's visibility/linearizability clause and
 end without an error.
 
@@ -80,7 +79,6 @@ class Catch:
 
 
 CATCHES = [
-    Catch("shared_visibility", "XP-SHARED-VISIBILITY", seeds=(0, 1, 2, 3, 4, 5)),
     Catch("mixed_workload", "XP-MIXED-WORKLOAD", seeds=(0, 1, 2, 3)),
 ]
 IDS = [c.scenario for c in CATCHES]
@@ -122,14 +120,8 @@ def test_replica_reads_are_caught_as_stale_reads(servers: Servers, catch: Catch)
         )
         if catch.clause in blamed:
             assert result.verdict == "FAIL", result.report()
-            if catch.scenario == "shared_visibility":
-                assert result.kinds() == {"stale-read"}, result.report()
-                assert all(str(a).startswith("[shared_visibility/stale-read] worker")
-                           for a in result.anomalies), result.report()
-            else:  # the lincheck names the read whose answer no order explains
-                assert any(READ_CALL.search(a.message) for a in result.anomalies), (
-                    result.report()
-                )
+            # The checker names the read whose answer no order explains.
+            assert any(READ_CALL.search(a.message) for a in result.anomalies), result.report()
             return
         missed.append(f"seed {seed}: {result.verdict}")
     pytest.fail(

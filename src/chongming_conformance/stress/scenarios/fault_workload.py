@@ -35,12 +35,12 @@ The verdicts, each on its own clause:
 * **recovery** (XP-FAULT-RECOVERY): after the recovery window every call succeeds again
   (the healthy rules: only a save's conflict and a duplicate id's StoreError); a store
   that keeps a dead connection fails every call there.
-* **durability** (XP-FAULT-DURABILITY): the same checker, same history. A violation is
-  durability's when its minimal core (or its context) holds a write the crashed server
-  acknowledged and one of its calls answered after the crash began (the server came back
-  without what it had acknowledged: ``synchronous_commit = off``,
-  ``innodb_flush_log_at_trx_commit = 0``); every other violation is safety's. Judged only
-  in a run where a crash action ran.
+* **durability** (XP-FAULT-DURABILITY): the same checker, same history. The violations
+  are durability's when the history up to the first crash is linearizable and the whole
+  history is not: the store was right until its server crashed, and came back without
+  what it had acknowledged (``synchronous_commit = off``,
+  ``innodb_flush_log_at_trx_commit = 0``); otherwise they are safety's. Judged only in a
+  run where a crash action ran.
 * **no hang** (XP-FAULT-NO-HANG): no call takes longer than :data:`NO_HANG_SECONDS`. A
   call still pending that long is reported at once and its worker killed (its effect is
   then unknown), so a store with no client-side timeout fails this clause in seconds
@@ -59,20 +59,19 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ...faults.nemesis import DEPLOYMENT_PREFIX, LOG_NAME, Applied, Nemesis, kinds_for, plan
 from ..harness import Group, Harness
-from ..lincheck import Violation
+from ..lincheck import Call, Outcome, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
 from . import mixed_workload as mixed
 from ._registry import Scenario, register
 
 SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
 DURABILITY = "XP-FAULT-DURABILITY"
-#: The calls that change what the store holds: an acknowledged one must survive a crash.
-WRITES = frozenset({"create", "save", "append", "touch", "submit_command", "claim_commands",
-                    "complete_command", "release_command", "prune"})
+
 #: Seconds after the heal in which a call may still fail; every later call must succeed.
 #: A pool whose connects hung in a blackhole finds out at its connect timeout (5 s in the
 #: reference stores' fault wiring) and then backs off (psycopg_pool: 1 s, then 2 s): ten
@@ -322,25 +321,31 @@ def _deployment_line(h: Harness, mode: str, nemesis: Nemesis) -> str:
     return f"deployment: {d.describe()}; {judged}"
 
 
-def _durability_or_safety(crashes: Sequence[Applied]) -> Callable[[Violation], str]:
-    """The clause a violation is evidence against: durability's when a write acknowledged
-    by the server that crashed (returned before the crash action ended: the server came
-    back only then) is among its calls or their context, and one of its calls answered
-    after the crash began (from the server that came back); safety's otherwise.
+def durability_or_safety(logs: Logs, crashes: Sequence[Applied]) -> Callable[[Violation], str]:
+    """The clause the violations of a run with crashes are evidence against.
 
-    A heuristic, stated in docs/faults.md: it reads when the calls ran, not what they
-    lost. A different bug that first shows right after a crash, next to writes made
-    before it, would be charged to durability; the timeline in the report shows which.
+    Durability's when the history up to the first crash is linearizable -- every call
+    that returned before the server first went down, the calls in flight then taken as
+    unknown effects -- and the whole history is not: the store was right until its
+    server crashed, and what it answered after contradicts what it had acknowledged
+    before. Safety's when the store was already wrong before any crash (a lost write
+    cannot explain that), or when the check of the prefix could not finish.
+
+    Read from the history, not from what was lost: a different bug that first shows
+    right after a crash would be charged to durability (docs/faults.md says so); the
+    timeline in the report shows the crash among the calls.
     """
-    def classify(v: Violation) -> str:
-        for crash in crashes:
-            acked = [c.t_return for c in (*v.calls, *v.context) if c.method in WRITES
-                     and c.definite and c.t_return is not None and c.t_return < crash.end]
-            if acked and any(c.t_return is not None and c.t_return > crash.start
-                             and c.t_invoke > min(acked) for c in v.calls):
-                return DURABILITY
-        return SAFETY
-    return classify
+    first = min(c.start for c in crashes)
+    prefix: list[Call] = []
+    for call in calls_from_logs(logs):
+        if call.t_invoke >= first:
+            continue
+        if call.t_return is None or call.t_return >= first:
+            call = replace(call, outcome=Outcome.PENDING, t_return=None, result=None)
+        prefix.append(call)
+    before = check(prefix, skip=mixed.SKIP, budget=mixed.BUDGET)
+    clause = DURABILITY if before.verdict is Verdict.LINEARIZABLE else SAFETY
+    return lambda violation: clause
 
 
 def judge(h: Harness, logs: Logs, *, began: float, healed: float, hung: bool,
@@ -357,7 +362,7 @@ def judge(h: Harness, logs: Logs, *, began: float, healed: float, hung: bool,
     if not hung:
         mixed.report_disallowed_errors(h, after, kind="not-recovered", clause=RECOVERY)
     mixed.verdict(h, logs, h.profile.seed, clause=SAFETY,
-                  classify=_durability_or_safety(crashes) if crashes else None)
+                  classify=durability_or_safety(logs, crashes) if crashes else None)
 
 
 def _ended_before(op: Op, instant: float) -> bool:
