@@ -98,3 +98,18 @@ def test_deployment_faults_without_a_crash_action_never_pass_durability(
         "connection a network fault could break); deployment topology one SQLite file on a "
         "laptop's SSD; deployment actions offered: none")
     assert table_outcome(result.stdout.str(), "XP-FAULT-DURABILITY") == "NOT VERIFIED"
+
+
+def test_a_malformed_deployment_is_one_usage_error_before_any_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(misdeployed=(
+        "from reference_stores.sqlite import make_shared_store, make_store\n"
+        "def chongming_deployment():\n"
+        "    return 'crash the server with pg_ctl'\n"))
+    result = run(pytester, "--chongming-store=misdeployed:make_store")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*found make_shared_store in misdeployed: misdeployed."
+                                 "chongming_deployment() returned str, not a "
+                                 "chongming_conformance.faults.Deployment*"])
+    assert "Traceback" not in result.stderr.str()

@@ -176,3 +176,29 @@ def test_partial_network_seam_keyword_reaches_the_factory() -> None:
     assert seen == [None]  # only the fault run gets the seam
     run_all(factory, profile, scenarios=["fault_workload"])
     assert isinstance(seen[-1], Network)
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chongming_conformance.stress", *args], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+
+
+def test_the_cli_says_durability_was_not_judged_without_a_crash_action(tmp_path: Path) -> None:
+    """Deployment faults asked for, none offered: exit 2 (NOT VERIFIED), with the reason;
+    a malformed chongming_deployment() is refused before any scenario, exit 4."""
+    proc = _cli(tmp_path, "reference_stores.sqlite:make_shared_store", "--profile", "quick",
+                "--faults", "deployment", "--scenario", "close_isolated")
+    assert proc.returncode == 2, proc.stdout + proc.stderr[-3000:]
+    assert "NOT VERIFIED XP-FAULT-DURABILITY: not judged" in proc.stderr
+    assert "offers no crash action" in proc.stderr
+    (tmp_path / "misdeployed.py").write_text(
+        "from reference_stores.sqlite import make_shared_store\n"
+        "chongming_deployment = {'crash': 'pg_ctl stop'}\n", encoding="utf-8")
+    proc = _cli(tmp_path, "misdeployed:make_shared_store", "--profile", "quick",
+                "--faults", "deployment")
+    assert proc.returncode == 4, proc.stdout + proc.stderr[-3000:]
+    assert "misdeployed.chongming_deployment is a dict" in proc.stderr
+    assert "scenario" not in proc.stdout  # refused before any scenario ran
