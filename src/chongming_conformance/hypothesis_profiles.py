@@ -36,7 +36,8 @@ Precedence, decided once in :func:`active_settings`:
    ``--hypothesis-explain`` put on top of it;
 3. ``--hypothesis-seed=N`` is honoured even under a derandomized profile:
    derandomization is switched off for that run, so the seed takes effect
-   (hypothesis would otherwise silently ignore it).
+   (hypothesis would otherwise silently ignore it). ``--chongming-seed=N`` sets the
+   same seed (:func:`force_seed`) unless ``--hypothesis-seed`` is given.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
     "PROFILES",
     "active_profile_name",
     "active_settings",
+    "force_seed",
     "load_profile",
     "profile_name",
     "set_shrink",
@@ -173,3 +175,9 @@ def active_settings() -> settings:
         # --hypothesis-seed was given: honour it instead of the derandomized seed.
         return settings(base, derandomize=False)
     return base
+
+
+def force_seed(seed: int) -> None:
+    """Run every hypothesis check of this process from ``seed`` (``--chongming-seed``), as
+    ``--hypothesis-seed`` does; :func:`active_settings` then drops derandomization."""
+    _hypothesis_core.global_force_seed = seed  # type: ignore[assignment]

@@ -57,6 +57,8 @@ def test_derived_schema_is_v1_plus_the_optional_keys_added_since() -> None:
     assert "store_reuse" not in run["required"]
     assert run["properties"].pop("topology") == {"type": ["string", "null"]}
     assert "topology" not in run["required"]
+    assert run["properties"].pop("seed") == {"type": ["integer", "null"]}
+    assert "seed" not in run["required"]
     entry = derived["properties"]["clauses"]["items"]
     assert entry["properties"].pop("guide") == {"type": "string"}
     assert "guide" not in entry["required"]
@@ -75,7 +77,7 @@ def test_built_document_conforms_with_keys_in_schema_order() -> None:
     assert list(doc) == REPORT_SCHEMA["required"]
     run = doc["run"]
     assert isinstance(run, dict)
-    assert [k for k in run if k not in ("stress_profile", "store_reuse", "topology")] == (
+    assert [k for k in run if k not in ("stress_profile", "store_reuse", "topology", "seed")] == (
         REPORT_SCHEMA["properties"]["run"]["required"]
     )
     assert run["started_at"] == "1970-01-01T00:00:00+00:00" and run["duration_s"] == 1.5

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -202,3 +203,26 @@ def test_the_cli_says_durability_was_not_judged_without_a_crash_action(tmp_path:
     assert proc.returncode == 4, proc.stdout + proc.stderr[-3000:]
     assert "misdeployed.chongming_deployment is a dict" in proc.stderr
     assert "scenario" not in proc.stdout  # refused before any scenario ran
+
+
+def test_a_failing_cli_run_prints_the_command_that_replays_it(tmp_path: Path) -> None:
+    """--seed random is drawn once and printed; the replay line names scenario, profile and
+    seed, and running it fails the same way."""
+    (tmp_path / "bumping.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from stress_stores import TouchBumpsVersion, shared\n"
+        "make_shared_store = shared(TouchBumpsVersion)\n", encoding="utf-8")
+    proc = _cli(tmp_path, "bumping:make_shared_store", "--profile", "quick", "--seed", "random",
+                "--crash-cycles", "2", "--scenario", "touch_save")
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("replay touch_save: ")]
+    command = shlex.split(line.removeprefix("replay touch_save: "))
+    seed = command[command.index("--seed") + 1]
+    assert f"seed {seed}," in proc.stdout  # the table's summary names the drawn seed
+    assert command[:4] == ["python", "-m", "chongming_conformance.stress",
+                           "bumping:make_shared_store"]
+    assert command[4:] == ["--profile", "quick", "--scenario", "touch_save", "--seed", seed,
+                           "--crash-cycles", "2"]
+    again = _cli(tmp_path, *command[3:])
+    assert again.returncode == 1, again.stdout + again.stderr[-3000:]
+    assert line in again.stderr

@@ -31,6 +31,7 @@ pytest.register_assert_rewrite(
 
 # Imported after register_assert_rewrite on purpose: none of these is rewritten,
 # and none imports the modules above.
+from ..hypothesis_profiles import force_seed  # noqa: E402
 from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
 from .options import add_options, load_profile, read_options  # noqa: E402
@@ -53,6 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(masked_logging())
     kit, described = resolve_kit(options)
     load_profile(options.profile, shrink=options.shrink)
+    if options.seed is not None and config.getoption("hypothesis_seed", None) is None:
+        # One seed for the whole run; xdist workers get it through the option values.
+        config.option.hypothesis_seed = options.seed
+        force_seed(options.seed)
     _config.install(kit)
     ConformanceRun(config, options, kit, described).register()
     config.add_cleanup(sigterm_as_interrupt())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -130,11 +131,21 @@ def add_options(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--chongming-seed",
+        metavar="N|random",
+        default=None,
+        help="One seed for everything the run draws: the hypothesis checks (as "
+        "--hypothesis-seed, which wins if given), the stress workers' choices and the fault "
+        "schedule. 'random' draws a fresh one and prints it. Default: the gate's fixed "
+        "schedule (stress seed 0, hypothesis derandomized). Every failure prints the command "
+        "that replays it.",
+    )
+    group.addoption(
+        "--chongming-stress-crash-cycles",
         metavar="N",
         type=int,
         default=None,
-        help="Seed of the stress schedules and the fault schedule (default 0: the gate's "
-        "reproducible run). A failure prints the seed that replays it.",
+        help="Override the stress profile's crash cycles: how many holders the crash "
+        "scenarios and the mixed workload SIGKILL mid-call (>= 1).",
     )
     group.addoption(
         "--chongming-scope",
@@ -189,6 +200,8 @@ class Options:
     scope: str
     collect_only: bool
     hypothesis_seed: str | None
+    #: --chongming-seed, resolved ('random' drawn once); None: the gate's fixed schedule.
+    seed: int | None
     #: The options that can deselect suite tests, as named in a partial-run reason.
     deselecting: str
     invocation_dir: Path
@@ -274,19 +287,46 @@ def _profile(config: pytest.Config) -> str | None:
     return name
 
 
+#: The largest seed ``random`` draws (a seed is an int >= 0; hypothesis takes any int).
+_RANDOM_SEEDS = 2**31
+
+
+def resolve_seed(config: pytest.Config) -> int | None:
+    """--chongming-seed as an int (None when not given); ``random`` is drawn once and written
+    back into the option, so xdist workers (which get the controller's option values) and
+    every later read see the same seed."""
+    raw = config.getoption("chongming_seed")
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    if text == "random":
+        drawn = secrets.randbelow(_RANDOM_SEEDS)
+        config.option.chongming_seed = str(drawn)
+        return drawn
+    try:
+        seed = int(text)
+    except ValueError:
+        raise pytest.UsageError(f"--chongming-seed={text!r}: give a whole number >= 0, or "
+                                "'random' for a fresh one.") from None
+    if seed < 0:
+        raise pytest.UsageError(f"--chongming-seed={seed}: a seed is a whole number >= 0.")
+    return seed
+
+
 def _stress_profile(config: pytest.Config) -> Any:
     """The StressProfile from --chongming-stress and its overrides (usage error if invalid)."""
     # Imported here: the stress package is heavy, and an idle plugin must stay light.
     from ..stress import get_profile
 
     name = config.getoption("chongming_stress")
-    overrides = {
+    overrides: dict[str, Any] = {
         field: value
         for field, value in (
             ("processes", config.getoption("chongming_stress_processes")),
             ("rounds", config.getoption("chongming_stress_rounds")),
             ("deadline", config.getoption("chongming_stress_deadline")),
-            ("seed", config.getoption("chongming_seed")),
+            ("crash_cycles", config.getoption("chongming_stress_crash_cycles")),
+            ("seed", resolve_seed(config)),
         )
         if value is not None
     }
@@ -331,7 +371,10 @@ def read_options(config: pytest.Config) -> Options | None:
     shared_spec, shared_source = _setting(
         config, "chongming_shared_store", ENV_SHARED, "chongming_shared_store"
     )
+    chongming_seed = resolve_seed(config)
     seed = config.getoption("hypothesis_seed", None)
+    if seed is None and chongming_seed is not None:
+        seed = chongming_seed
     return Options(
         store_spec=spec,
         store_source=source,
@@ -349,6 +392,7 @@ def read_options(config: pytest.Config) -> Options | None:
         scope=str(config.getoption("chongming_scope")),
         collect_only=bool(config.getoption("collectonly")),
         hypothesis_seed=None if seed is None else str(seed),
+        seed=chongming_seed,
         deselecting=_deselecting(config),
         invocation_dir=config.invocation_params.dir,
     )

@@ -170,6 +170,7 @@ class ConformanceRun:
             pytest_exit_status=int(session.exitstatus),
             store_reuse=self._store_reuse(),
             topology=self._topology() if shared else None,
+            seed=options.seed,
         )
         store = StoreInfo(
             spec=kit.store_spec,

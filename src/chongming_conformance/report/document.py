@@ -109,6 +109,8 @@ class RunSettings:
     #: The faults requested and the deployment the cross-process verdicts ran on (None:
     #: no shared store, so no cross-process verdict).
     topology: str | None = None
+    #: --chongming-seed (resolved): the one seed of the run; None: the gate's fixed schedule.
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class _Run:
     hypothesis_seed: str | None
     store_reuse: Annotated[StoreReuseInfo | None, OPTIONAL_KEY]
     topology: Annotated[str | None, OPTIONAL_KEY]
+    seed: Annotated[int | None, OPTIONAL_KEY]
     gate: Annotated[str | None, Enum(("must", "should", None))]
     gate_passed: bool | None
     pytest_exit_status: int
@@ -228,6 +231,7 @@ def build_document(
         hypothesis_seed=settings.hypothesis_seed,
         store_reuse=settings.store_reuse,
         topology=settings.topology,
+        seed=settings.seed,
         gate=assessment.gate,
         gate_passed=assessment.gate_passed,
         pytest_exit_status=settings.pytest_exit_status,

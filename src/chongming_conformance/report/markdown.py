@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER
+from .replay import failing_nodeids, replay_command, seeds_line
 from .terminal import failing_test_names, left_out_line
 
 __all__ = ["render_markdown"]
@@ -42,6 +43,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         f"| Python | {env['implementation']} {env['python']} on {_cell(env['platform'])} |",
         f"| pytest / hypothesis | {env['pytest']} / {env['hypothesis'] or '-'} |",
         *([f"| Topology | {_cell(run['topology'])} |"] if run.get("topology") else []),
+        f"| Seeds | {_cell(seeds_line(doc).removeprefix('seeds: '))} |",
         f"| Gate | {run['gate'] or 'none'}"
         + ("" if run["gate_passed"] is None else (" — passed" if run["gate_passed"] else
                                                   " — **failed**"))
@@ -73,6 +75,9 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         (entry["id"], t) for entry in doc["clauses"] for t in entry["tests"]
         if t["outcome"] == "failed" and t["message"]
     ]
+    if failing_nodeids(doc):
+        lines += ["", f"Every failure below replays on the same schedule "
+                  f"({seeds_line(doc).removeprefix('seeds: ')}) with its command."]
     if failures:
         lines += ["", "## Failures", ""]
         seen: set[str] = set()
@@ -82,6 +87,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
             seen.add(t["nodeid"])
             lines += [
                 f"<details><summary><code>{t['nodeid']}</code> ({cid})</summary>",
+                "",
+                "Replay: `" + replay_command(doc, t["nodeid"]) + "`",
                 "",
                 "```text",
                 t["message"].strip(),

@@ -6,9 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS
+from .replay import failing_nodeids, replay_command, seeds_line
 
 __all__ = ["failing_test_names", "left_out_line", "render_cases", "render_gate",
            "render_terminal"]
+
+#: Replay commands printed at the end of a run; the rest differ only in their -k name.
+REPLAYS_SHOWN = 8
 
 
 def failing_test_names(entry: Mapping[str, Any]) -> list[str]:
@@ -43,6 +47,14 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         lines.append((left_out, ""))
     if doc["run"].get("topology"):
         lines.append((f"cross-process verdicts ran on: {doc['run']['topology']}", ""))
+    lines.append((seeds_line(doc), ""))
+    failing = failing_nodeids(doc)
+    for nodeid in failing[:REPLAYS_SHOWN]:
+        lines.append((f"replay {nodeid.rsplit('::', 1)[-1]}: {replay_command(doc, nodeid)}",
+                      ""))
+    if len(failing) > REPLAYS_SHOWN:
+        lines.append((f"... and {len(failing) - REPLAYS_SHOWN} more failing test(s): the same "
+                      "command with their names after -k", ""))
     if doc["unmapped_tests"]:
         lines.append((
             f"{len(doc['unmapped_tests'])} suite test(s) declare no clause: "

@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import secrets
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -30,7 +32,7 @@ from ..faults.deployment import DeploymentError, find_deployment
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
-from .stress_profiles import FAULT_MODES, PROFILES, get_profile
+from .stress_profiles import FAULT_MODES, PROFILES, StressProfile, get_profile
 
 
 def lincheck_main(argv: Sequence[str]) -> int:
@@ -70,6 +72,32 @@ def _network_absent(factory: object, module: object) -> str | None:
     return caps.unsupported.get("network")
 
 
+def _seed(text: str) -> int:
+    """``--seed``: a whole number >= 0, or ``random`` (drawn here, once, and printed)."""
+    if text == "random":
+        return secrets.randbelow(2**31)
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("give a whole number >= 0, or 'random'") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError("a seed is a whole number >= 0")
+    return seed
+
+
+def replay(args: argparse.Namespace, profile: StressProfile, scenario: str) -> str:
+    """The command that runs ``scenario`` again on the same schedule."""
+    parts = ["python", "-m", "chongming_conformance.stress", args.factory, "--profile",
+             args.profile, "--scenario", scenario, "--seed", str(profile.seed)]
+    if args.crash_cycles is not None:
+        parts += ["--crash-cycles", str(profile.crash_cycles)]
+    if profile.faults != "none":
+        parts += ["--faults", profile.faults]
+    if args.sqlite_integrity:
+        parts.append("--sqlite-integrity")
+    return shlex.join(parts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "timeline":
@@ -94,9 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "...) routes through the kit's proxy, 'deployment' also takes the "
                              "actions the module's chongming_deployment() offers (crash and "
                              "restart its server) and judges durability (docs/faults.md)")
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=_seed, default=None, metavar="N|random",
                         help="seed of the stress schedules and the fault schedule (default: "
-                             "the profile's, 0)")
+                             "the profile's, 0; 'random' draws a fresh one and prints it)")
+    parser.add_argument("--crash-cycles", type=int, default=None, metavar="N",
+                        help="how many holders the crash scenarios and the mixed workload "
+                             "SIGKILL mid-call (default: the profile's)")
     parser.add_argument("--keep-logs", action="store_true",
                         help="keep every scenario's worker logs, not only a failing one's "
                              "(for 'timeline' and 'lincheck')")
@@ -113,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = dataclasses.replace(get_profile(args.profile), faults=args.faults)
     if args.seed is not None:
         profile = dataclasses.replace(profile, seed=args.seed)
+    if args.crash_cycles is not None:
+        try:
+            profile = dataclasses.replace(profile, crash_cycles=args.crash_cycles)
+        except ValueError as exc:
+            parser.error(f"--crash-cycles: {exc}")
     started = time.monotonic()
     results = run_all(factory, profile, scenarios=args.scenario, integrity=integrity,
                       keep_logs=True if args.keep_logs else None,
@@ -133,6 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         if not r.ok:
             print(r.report(), file=sys.stderr)
+    for r in results:
+        if r.failed:
+            print(f"replay {r.scenario}: {replay(args, profile, r.scenario)}", file=sys.stderr)
     unjudged = unjudged_fault_clauses(profile.faults, crash_offered=deployment is not None
                                       and bool(deployment.crashes))
     for clause, why in unjudged.items():
