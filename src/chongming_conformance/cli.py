@@ -1,4 +1,4 @@
-"""``chongming-conformance``: check a store, probe its scale, print the clause catalogue.
+"""``chongming-conformance``: check a store, soak it, probe its scale, print the catalogue.
 
 ``check`` is a thin front for pytest with the plugin: it runs only the packaged
 suite (``--chongming-suite-only``) in a fresh interpreter, so it works in any
@@ -62,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
         help="scale probe: growth of each hot call's latency with the store's size (never gates)",
     )
+    sub.add_parser(
+        "soak",
+        add_help=False,
+        help="fresh seeds until the time is up or something fails: stress, state machine, "
+        "properties (a nightly campaign, never the gate)",
+    )
     clauses = sub.add_parser("clauses", help="print the clause catalogue")
     clauses.add_argument("--format", choices=("md", "json"), default="md")
     return parser
@@ -88,6 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the process exit status."""
     parser = _parser()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["soak"]:
+        # The campaign opens the store in this process (the stress scenarios' parent side).
+        from . import soak
+
+        restore_logging = masked_logging()
+        try:
+            return soak.main(args[1:])
+        finally:
+            restore_logging()
     if args[:1] == ["bench"]:
         # The probe owns its arguments (``bench --help`` shows them).
         from . import bench

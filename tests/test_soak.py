@@ -1,0 +1,80 @@
+"""``chongming-conformance soak``: fresh seeds until the time is up or the first failure.
+
+A correct store soaks green and the summary says what ran; a broken one stops the
+campaign at its first failure with a replay command that fails the same way through the
+plugin (the seed fixes the workers' choices; the broken store here fails on every
+interleaving, so one replay is enough).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chongming_conformance.soak import parse_duration
+
+ROOT = Path(__file__).resolve().parent.parent
+STRESS = ROOT / "tests" / "stress"
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chongming_conformance.cli", *args], cwd=tmp_path,
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), str(STRESS), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+
+
+def test_durations_read_like_a_person_writes_them() -> None:
+    assert parse_duration("90s") == 90 and parse_duration("30m") == 1800
+    assert parse_duration("1h30m") == 5400 and parse_duration("2.5") == 2.5
+    for bad in ("0", "soon", "30x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_duration(bad)
+
+
+def test_a_correct_store_soaks_green_and_the_summary_says_what_ran(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "soak", "reference_stores.sqlite:make_store", "--for", "2s",
+                "--no-hypothesis", "--json", "soak.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "soak.json").read_text(encoding="utf-8"))
+    assert summary["verdict"] == "PASS" and summary["stopped"] == "time is up"
+    assert summary["seeds"] and summary["calls"] > 0 and summary["anomalies"] == 0
+    assert summary["steps"][0]["what"] == "stress mixed_workload"  # the mixed workload first
+    assert all(s["seed"] in summary["seeds"] for s in summary["steps"])
+    assert "calls checked" in proc.stdout and "soak summary: PASS" in proc.stdout
+
+
+def test_a_broken_store_stops_the_soak_with_a_replay_that_fails_through_the_plugin(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bumping.py").write_text(
+        "from stress_stores import TouchBumpsVersion, shared, single\n"
+        "make_store = single(TouchBumpsVersion)\n"
+        "make_shared_store = shared(TouchBumpsVersion)\n", encoding="utf-8")
+    proc = _run(tmp_path, "soak", "bumping:make_store", "--for", "5m", "--no-hypothesis",
+                "--json", "soak.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "soak.json").read_text(encoding="utf-8"))
+    failure = summary["failure"]
+    assert summary["stopped"].startswith("first failure") and failure["verdict"] == "FAIL"
+    assert summary["steps"][-1] == failure  # it stopped there
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("replay through the plugin: ")]
+    replay = shlex.split(line.removeprefix("replay through the plugin: "))
+    assert replay[0] == "pytest" and f"--chongming-seed={failure['seed']}" in replay
+    again = subprocess.run(
+        [sys.executable, "-m", *replay, "-p", "no:cacheprovider", "--chongming-report=r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), str(STRESS), str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert again.returncode == 1, again.stdout[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert doc["run"]["seed"] == failure["seed"]
+    assert any(c["outcome"] == "FAIL" for c in doc["clauses"]), again.stdout[-3000:]
