@@ -78,3 +78,22 @@ def test_a_broken_store_stops_the_soak_with_a_replay_that_fails_through_the_plug
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert doc["run"]["seed"] == failure["seed"]
     assert any(c["outcome"] == "FAIL" for c in doc["clauses"]), again.stdout[-3000:]
+
+
+def test_sigterm_stops_the_soak_with_the_summary_of_what_ran(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chongming_conformance.cli", "soak",
+         "reference_stores.sqlite:make_store", "--for", "10m", "--no-hypothesis",
+         "--json", "soak.json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT),
+                                                         os.environ.get("PYTHONPATH", "")])})
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the first step's progress line: something ran
+    assert first.startswith("soak reference_stores.sqlite:make_store: "), first
+    proc.terminate()
+    out, err = proc.communicate(timeout=300)
+    summary = json.loads((tmp_path / "soak.json").read_text(encoding="utf-8"))
+    assert summary["stopped"] == "interrupted (Ctrl-C or SIGTERM)", err[-2000:]
+    assert summary["steps"] and summary["verdict"] == "PASS"
+    assert "soak summary: PASS" in out and proc.returncode == 0

@@ -27,6 +27,7 @@ import os
 import re
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -224,7 +225,7 @@ def run_campaign(spec: str, options: Any, out: Callable[[str], None] = print) ->
                     campaign.stopped = f"first failure: {done.what}, seed {seed}"
                     return campaign
     except KeyboardInterrupt:
-        campaign.stopped = "interrupted (Ctrl-C)"
+        campaign.stopped = "interrupted (Ctrl-C or SIGTERM)"
     return campaign
 
 
@@ -270,15 +271,23 @@ def _print_summary(summary: dict[str, Any], out: Callable[[str], None]) -> None:
             out(f"replay through the plugin: {failure['replay']}")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0: every step passed; 1: a failure; 2: nothing failed but a step is NOT
     VERIFIED (or nothing ran); 4: a bad spec or option."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    # A CI timeout sends SIGTERM: stop as Ctrl-C does, with the summary of what ran.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         campaign = run_campaign(args.spec, args)
     except SpecError as exc:
         print(exc, file=sys.stderr)
         return USAGE_ERROR_EXIT
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     summary = campaign.summary()
     _print_summary(summary, print)
     if args.json:
