@@ -45,11 +45,35 @@ RECOVERY_SECONDS = 15.0
 CALL_TIMEOUT = 5.0
 
 
-class CrashablePostgres:
-    """A private PostgreSQL server and the reference store on it."""
+class _Crashable:
+    """A private server, the deployment that crashes it, and (in subclasses) the reference
+    store's shared-store factory on it."""
+
+    engine = ""
+    server: Any
+
+    def deployment(self) -> Deployment:
+        extra = ", ".join(f"{k} = {v}" for k, v in self.settings.items()) or "durable defaults"
+        return Deployment(
+            topology=f"{self.engine}, one private server on 127.0.0.1:{self.server.port} "
+                     f"({extra})",
+            actions={"crash_server": Action(begin=self.server.crash, end=self.server.start,
+                                            recovery_seconds=RECOVERY_SECONDS, crash=True)})
 
     def __init__(self, settings: Mapping[str, str] | None = None) -> None:
         self.settings = dict(settings or {})
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class CrashablePostgres(_Crashable):
+    """A private PostgreSQL server and the reference store on it."""
+
+    engine = "PostgreSQL 15"
+
+    def __init__(self, settings: Mapping[str, str] | None = None) -> None:
+        super().__init__(settings)
         self.server = ThrowawayPostgres(self.settings)
 
     def make_shared_store(self, network: Any = None) -> Generator[Callable[[], Any], None, None]:
@@ -70,23 +94,14 @@ class CrashablePostgres:
         finally:
             drop_schema(dsn, schema)
 
-    def deployment(self) -> Deployment:
-        extra = ", ".join(f"{k} = {v}" for k, v in self.settings.items()) or "durable defaults"
-        return Deployment(
-            topology=f"PostgreSQL 15, one private server on 127.0.0.1:{self.server.port} "
-                     f"({extra})",
-            actions={"crash_server": Action(begin=self.server.crash, end=self.server.start,
-                                            recovery_seconds=RECOVERY_SECONDS, crash=True)})
 
-    def close(self) -> None:
-        self.server.close()
-
-
-class CrashableMariaDB:
+class CrashableMariaDB(_Crashable):
     """A private MariaDB server and the reference store on it."""
 
+    engine = "MariaDB 10.11"
+
     def __init__(self, settings: Mapping[str, str] | None = None) -> None:
-        self.settings = dict(settings or {})
+        super().__init__(settings)
         self.server = ThrowawayMariaDB(self.settings)
 
     def make_shared_store(self, network: Any = None) -> Generator[Callable[[], Any], None, None]:
@@ -106,14 +121,3 @@ class CrashableMariaDB:
                                     call_timeout=CALL_TIMEOUT, timeout=CALL_TIMEOUT)
         finally:
             drop_schema(dsn, database)
-
-    def deployment(self) -> Deployment:
-        extra = ", ".join(f"{k} = {v}" for k, v in self.settings.items()) or "durable defaults"
-        return Deployment(
-            topology=f"MariaDB 10.11, one private server on 127.0.0.1:{self.server.port} "
-                     f"({extra})",
-            actions={"crash_server": Action(begin=self.server.crash, end=self.server.start,
-                                            recovery_seconds=RECOVERY_SECONDS, crash=True)})
-
-    def close(self) -> None:
-        self.server.close()
