@@ -140,3 +140,40 @@ def test_a_pause_stops_a_worker_and_stop_always_continues_it(tmp_path: Path) -> 
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_pause_aims_at_a_worker_inside_a_write(tmp_path: Path) -> None:
+    """Two workers; the log of worker 1 ends inside a save: it is the one stopped, while
+    worker 0 (between calls) goes on."""
+    from chongming_conformance.stress.scenarios.fault_workload import inside_write
+
+    logs = {0: tmp_path / "w0.jsonl", 1: tmp_path / "w1.jsonl"}
+    logs[0].write_text('{"ev":"inv","seq":1,"call":{"method":"save","args":{}}}\n'
+                       '{"ev":"ret","seq":1,"ok":true}\n', encoding="utf-8")
+    logs[1].write_text('{"ev":"ret","seq":1,"ok":true}\n'
+                       '{"ev":"inv","seq":2,"call":{"method":"save","args":{}}}\n',
+                       encoding="utf-8")
+    assert not inside_write(logs[0]) and inside_write(logs[1])
+    reading = tmp_path / "r.jsonl"
+    reading.write_text('{"ev":"inv","seq":2,"call":{"method":"get","args":{}}}\n',
+                       encoding="utf-8")
+    assert not inside_write(reading) and not inside_write(tmp_path / "missing.jsonl")
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+             for _ in range(2)]
+    try:
+        pids = {i: p.pid for i, p in enumerate(procs)}
+        nemesis = Nemesis(_one("pause", duration=60.0, every=False), network=None,
+                          pausable=lambda: pids, log_path=tmp_path / "n.jsonl",
+                          writing=lambda: {i: pid for i, pid in pids.items()
+                                           if inside_write(logs[i])})
+        nemesis.start()
+        deadline = time.monotonic() + 5
+        while _state(procs[1].pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _state(procs[1].pid) == "T" and _state(procs[0].pid) in ("S", "R")
+        nemesis.stop()
+        assert nemesis.applied[0].detail == f"paused worker 1 (pid {procs[1].pid}) inside a write"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -91,7 +91,10 @@ def test_sqlite_under_pauses_passes_and_says_what_it_covered(
     [result] = run_all(sqlite_store.make_shared_store, profile, scenarios=["fault_workload"],
                        network_absent="a file on local disk", keep_logs=True)
     assert result.ok, result.report()
-    [line] = result.coverage
+    line, deployed = result.coverage
+    assert deployed == ("deployment: not described (the store's module has no "
+                        "chongming_deployment()): no deployment action ran, durability after a "
+                        "server crash not judged")
     assert "faults network (seed 3): kinds pause;" in line
     assert "no network (declared: a file on local disk)" in line
     assert result.stats["fault_seed"] == 3 and result.stats["faults_applied"].get("pause", 0) >= 1

@@ -27,9 +27,12 @@ The kinds, after Toxiproxy's toxics (``faults.toxics``) plus one of Jepsen's:
 * ``latency`` -- replies delayed by hundreds of milliseconds, with jitter;
 * ``cut`` -- a reply cut after a few bytes and the connection closed (``limit_data``);
 * ``down`` -- the server unreachable: every connection reset, new ones refused;
-* ``pause`` -- a worker process stopped (SIGSTOP) mid-whatever for up to 1.5 s, then
-  continued (SIGCONT): a holder that stops in the middle of a call, its connection idle
-  and its row locks held. Needs no network, so a store on a local file gets it too;
+* ``pause`` -- a worker process stopped (SIGSTOP) for up to 1.5 s, then continued
+  (SIGCONT): a holder that stops in the middle of a call, its connection idle and its row
+  locks held. Aimed at a worker inside a write when one shows up within 0.3 s (``writing``),
+  so a store whose one logical write is several physical writes (a record, then its index
+  entries) is frozen between them while the others keep reading; else any worker. Needs
+  no network, so a store on a local file gets it too;
 * ``deployment:NAME`` -- one of the store's own deployment actions (``faults.deployment``:
   crash a server and start it again, fail over): ``begin`` is called, then ``end`` after
   the planned 0.5-2 s. Only with ``--chongming-faults=deployment``.
@@ -214,10 +217,12 @@ class Nemesis:
         pausable: Callable[[], Mapping[int, int]],
         log_path: Path,
         actions: Mapping[str, Action] | None = None,
+        writing: Callable[[], Mapping[int, int]] | None = None,
     ) -> None:
         self._faults = faults
         self._network = network
         self._actions = dict(actions or {})
+        self._writing = writing
         self._pausable = pausable
         self._log_path = log_path
         self._stop = threading.Event()
@@ -431,10 +436,11 @@ class Nemesis:
         return f"{name} (the deployment's action), then its end", undo
 
     def _pause(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        inside = self._writer(fault)
         live = sorted(self._pausable().items())
-        if not live:
+        if inside is None and not live:
             return "no worker to pause", _nothing
-        index, pid = live[fault.pick % len(live)]
+        index, pid = inside if inside is not None else live[fault.pick % len(live)]
         with self._lock:
             self._paused.add(pid)
         _signal(pid, signal.SIGSTOP)
@@ -444,7 +450,24 @@ class Nemesis:
                 self._paused.discard(pid)
             _signal(pid, signal.SIGCONT)
 
-        return f"paused worker {index} (pid {pid})", undo
+        where = " inside a write" if inside is not None else ""
+        return f"paused worker {index} (pid {pid}){where}", undo
+
+    def _writer(self, fault: Fault) -> tuple[int, int] | None:
+        """(index, pid) of a worker inside a write call, waiting up to 0.3 s for one
+        (``fault.pick`` chooses among several); None without ``writing`` or when none
+        showed up."""
+        if self._writing is None:
+            return None
+        until = time.monotonic() + 0.3
+        while not self._stop.is_set():
+            found = sorted(self._writing().items())
+            if found:
+                return found[fault.pick % len(found)]
+            if time.monotonic() >= until:
+                return None
+            time.sleep(0.001)
+        return None
 
 
 def _nothing() -> None:

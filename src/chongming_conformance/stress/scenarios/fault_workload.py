@@ -71,6 +71,11 @@ from ._registry import Scenario, register
 
 SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
 DURABILITY = "XP-FAULT-DURABILITY"
+#: The calls that change what the store holds: a pause aims at a worker inside one.
+WRITES = frozenset({"create", "save", "append", "touch", "submit_command", "claim_commands",
+                    "complete_command", "release_command", "prune"})
+#: How much of a worker log's end is read to see whether it is inside a call.
+_TAIL_BYTES = 4096
 
 #: Seconds after the heal in which a call may still fail; every later call must succeed.
 #: A pool whose connects hung in a blackhole finds out at its connect timeout (5 s in the
@@ -106,7 +111,10 @@ def run(h: Harness) -> None:
         plan(seed, kinds), network=h.network,
         pausable=lambda: {i: p.pid for i, p in group.procs.items()
                           if i < n and p.pid is not None and p.is_alive()},
-        log_path=h.logdir / LOG_NAME, actions=actions)
+        log_path=h.logdir / LOG_NAME, actions=actions,
+        writing=lambda: {i: p.pid for i, p in group.procs.items()
+                         if i < n and p.pid is not None and p.is_alive()
+                         and inside_write(group.paths[i])})
     need_crash = any(a.crash for a in actions.values())
     watch = HangWatch(h, group, range(n), on_stuck=nemesis.hold)
     # Faults begin once every worker has opened its stores (worker 0 passed the first
@@ -135,6 +143,28 @@ def run(h: Harness) -> None:
     if need_crash and not crashes and not h.anomalies:
         h.not_verified("the deployment offers a crash action, but none was applied before "
                        "the run had to end, so durability was not judged")
+
+
+def inside_write(log: Path) -> bool:
+    """Whether the worker that writes ``log`` is inside a write call now: the last line it
+    logged is the invoke of a write (read from the file's end, cheaply, many times a
+    second)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(size - _TAIL_BYTES, 0))
+            chunk = f.read()
+    except OSError:
+        return False
+    lines = chunk.rstrip(b"\n").rsplit(b"\n", 1)
+    try:
+        last = json.loads(lines[-1])
+    except ValueError:
+        return False  # a line half written, or cut by the window: not known to be inside
+    if not isinstance(last, dict) or last.get("ev") != "inv":
+        return False
+    return (last.get("call") or {}).get("method") in WRITES
 
 
 def _unrouted(h: Harness, mode: str) -> str | None:
