@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.5"
+CATALOGUE_VERSION = "1.6"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -306,7 +306,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "on bind parameters or statement size); checked under the thorough profile."),
     ("XP-PRUNE-SAVE-RACE", _M, "§6", _X,
      "prune() racing saves that move terminal tasks back to a non-terminal status never "
-     "drops a task whose save succeeded (the terminal test and the delete are one step)."),
+     "drops a task whose save succeeded (the terminal test and the delete are one step), "
+     "and racing touches of terminal tasks still drops every one of them (a touch never "
+     "changes the status, so it never takes a task out of prune's reach)."),
     # -- time and round-trip -------------------------------
     ("SNAPSHOT-FULL-ROUNDTRIP", _M, "§7", _C,
      "A snapshot with every field set (frozenset tags, nested Progress and Failure, "

@@ -765,18 +765,27 @@ def shared_store(cls: type[KvTaskStore] = KvTaskStore) -> Iterator[Callable[[], 
         _delete_prefix(url, prefix)
 
 
-def make_store() -> Iterator[KvTaskStore]:
-    """The kit's factory: a fresh, empty store on its own prefix."""
-    url, prefix = redis_url(), _fresh_prefix()
-    store = KvTaskStore(url, prefix)
-    try:
-        yield store
-    finally:
-        store.close()
-        _delete_prefix(url, prefix)
+def factories(cls: type[KvTaskStore]) -> tuple[
+        Callable[[], Iterator[KvTaskStore]], Callable[[], Iterator[Callable[[], KvTaskStore]]]]:
+    """The kit's two factories for ``cls``: ``make_store`` (a fresh, empty store on its own
+    prefix) and ``make_shared_store`` (one shared prefix, an opener per worker). A module
+    that binds them to those names is a spec the plugin and the soak accept
+    (``kv_variant_stores``)."""
+
+    def make_store() -> Iterator[KvTaskStore]:
+        url, prefix = redis_url(), _fresh_prefix()
+        store = cls(url, prefix)
+        try:
+            yield store
+        finally:
+            store.close()
+            _delete_prefix(url, prefix)
+
+    def make_shared_store() -> Iterator[Callable[[], KvTaskStore]]:
+        with shared_store(cls) as opener:
+            yield opener
+
+    return make_store, make_shared_store
 
 
-def make_shared_store() -> Iterator[Callable[[], KvTaskStore]]:
-    """The stress harness's factory: one shared prefix, an opener per worker."""
-    with shared_store(KvTaskStore) as opener:
-        yield opener
+make_store, make_shared_store = factories(KvTaskStore)
