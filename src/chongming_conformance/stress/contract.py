@@ -39,6 +39,7 @@ from ..blame import blame
 from ..clauses import checks
 from ..faults.network import takes_network
 from .harness import Opener
+from .picture import keep_picture
 from .runner import ScenarioResult, open_location, run_scenario
 from .scenarios import SCENARIOS, Scenario
 from .stress_profiles import StressProfile, get_profile
@@ -107,9 +108,12 @@ class StressContract:
         opener, network = open_location(self.make_shared_store, scenario, profile,
                                         self._stress_stack, takes=self.takes_network(),
                                         origin=f"{type(self).__name__}.make_shared_store()")
-        return run_scenario(scenario, opener, profile, integrity=self.check_integrity,
-                            network=network, network_absent=self.network_absent(),
-                            deployment=self.deployment())
+        result = run_scenario(scenario, opener, profile, integrity=self.check_integrity,
+                              network=network, network_absent=self.network_absent(),
+                              deployment=self.deployment())
+        if result.picture is not None:
+            keep_picture(result.picture)  # for the HTML report's timeline
+        return result
 
     def assert_stress(self, scenario: str) -> ScenarioResult:
         result = self.run_stress(scenario)

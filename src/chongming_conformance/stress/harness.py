@@ -13,6 +13,7 @@ alive at the deadline is reported by name with the store call it is stuck in.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -93,6 +94,9 @@ class Anomaly:
     #: The clause it is evidence against, for a scenario that judges several (None: the
     #: scenario's own clause).
     clause: str | None = None
+    #: Calls that may or may not have taken effect around the cited ones (the checker's
+    #: ``~`` context writes): drawn faint in the report's picture.
+    context: tuple[Op, ...] = field(default=(), repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"[{self.scenario}/{self.kind}] {self.message}"
@@ -530,13 +534,16 @@ class Harness:
         return group.finish()
 
     def anomaly(self, kind: str, message: str, *, cites: Sequence[Op] = (),
-                clause: str | None = None, **evidence: Any) -> None:
+                clause: str | None = None, context: Sequence[Op] = (),
+                **evidence: Any) -> None:
         """Record a broken guarantee. ``cites``: the logged calls it is about; the report
         then quotes every worker's calls around them (``quote_timelines``). ``clause``: the
-        clause it is evidence against, when the scenario judges several."""
+        clause it is evidence against, when the scenario judges several. ``context``: calls
+        of unknown effect the verdict allowed either way (drawn, not cited)."""
         self.anomalies.append(Anomaly(self.scenario, kind, message, evidence,
                                       tuple(o for o in cites if o is not None),
-                                      clause=clause))
+                                      clause=clause,
+                                      context=tuple(o for o in context if o is not None)))
 
     def not_verified(self, reason: str) -> None:
         """The verdict could not be reached (neither PASS nor FAIL): say why."""
@@ -566,5 +573,5 @@ class Harness:
             if cut is None:
                 continue
             done += 1
-            self.anomalies[k] = Anomaly(a.scenario, a.kind, a.message, a.evidence, a.cites,
-                                        cut.text, cut.command(self.logdir), a.clause)
+            self.anomalies[k] = dataclasses.replace(a, timeline=cut.text,
+                                                    command=cut.command(self.logdir))

@@ -18,6 +18,7 @@ from ..faults.network import NETWORK_KEYWORD, Network, takes_network
 from ..report.masking import mask_secrets
 from .harness import Anomaly, Harness, Opener
 from .hints import common_cause
+from .picture import history_picture
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile, get_profile
 
@@ -61,6 +62,8 @@ class ScenarioResult:
     stats: dict[str, Any] = field(default_factory=dict)
     #: What the run covered beyond the profile (a fault run's seed, faults and network).
     coverage: list[str] = field(default_factory=list)
+    #: The run drawn (``stress.picture``) when it failed or injected faults; else None.
+    picture: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -239,6 +242,11 @@ def run_scenario(
     result.ops, result.busy_seconds, result.stats = h.ops, h.busy, h.stats
     result.coverage = h.coverage
     result.wall_seconds = time.monotonic() - started
+    if not result.ok or scenario.faults:
+        try:  # drawn in the HTML report; a run that passed without faults has nothing to see
+            result.picture = history_picture(h, clause=scenario.clause, verdict=result.verdict)
+        except Exception as exc:  # the evidence must never hide the verdict
+            result.stats["picture_error"] = f"{type(exc).__name__}: {exc}"
     if keep_logs or (keep_logs is None and not result.ok):
         result.log_dir = str(logdir)
     else:

@@ -618,7 +618,8 @@ def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int, *,
         shown_clauses.add(against)
         h.anomaly(v.kind, f"(seed {seed}) {body}",
                   cites=[c.source for c in v.calls if c.source is not None],
-                  clause=against, seed=seed, where=v.where)
+                  context=[c.source for c in v.context if c.source is not None],
+                  clause=against, seed=seed, where=v.where, stuck=v.explanation)
     if len(shown_clauses) == 1:
         clause = shown_clauses.pop()
     if unshown:
