@@ -60,12 +60,17 @@ def test_a_broken_store_stops_the_soak_with_a_replay_that_fails_through_the_plug
         "make_store = single(TouchBumpsVersion)\n"
         "make_shared_store = shared(TouchBumpsVersion)\n", encoding="utf-8")
     proc = _run(tmp_path, "soak", "bumping:make_store", "--for", "5m", "--no-hypothesis",
-                "--json", "soak.json")
+                "--json", "soak.json", "--html", "soak.html")
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     summary = json.loads((tmp_path / "soak.json").read_text(encoding="utf-8"))
     failure = summary["failure"]
     assert summary["stopped"].startswith("first failure") and failure["verdict"] == "FAIL"
     assert summary["steps"][-1] == failure  # it stopped there
+    # --html: the failing step's report, its history drawn, saying it is a soak's.
+    page = (tmp_path / "soak.html").read_text(encoding="utf-8")
+    scenario = failure["what"].removeprefix("stress ")
+    assert f'data-scenario="{scenario}"' in page and 'data-core="1"' in page
+    assert "a soak campaign" in page and 'data-outcome="FAIL"' in page
     [line] = [x for x in proc.stdout.splitlines() if x.startswith("replay through the plugin: ")]
     replay = shlex.split(line.removeprefix("replay through the plugin: "))
     assert replay[0] == "pytest" and f"--chongming-seed={failure['seed']}" in replay

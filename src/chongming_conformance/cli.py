@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--spec", dest="spec", default=None, help=argparse.SUPPRESS)
     check.add_argument(
         "--report", metavar="PATH", action="append", default=[],
-        help="write the report (.json or .md); may be repeated",
+        help="write the report (.json, .md or .html); may be repeated",
     )
     check.add_argument("--gate", choices=("must", "should"), help="fail unless conformant")
     check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")

@@ -21,6 +21,7 @@ runs) and where its logs are kept. The campaign ends with a summary, printed and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -93,6 +94,11 @@ class Campaign:
     seeds: list[int] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     stopped: str = "time is up"
+    #: The stress results of the round running now (the last round, once it stops): what
+    #: ``--html`` draws. Not part of the summary.
+    results: list[Any] = field(default_factory=list, repr=False)
+    profile: Any = field(default=None, repr=False)
+    wall_started: float = field(default_factory=time.time, repr=False)
 
     @property
     def failure(self) -> Step | None:
@@ -127,13 +133,15 @@ class Campaign:
 
 def _stress_step(round_: int, seed: int, name: str,
                  factory: Callable[..., Any], profile: Any, spec: str, options: Any,
-                 network_absent: str | None, deployment: Any) -> Step:
+                 network_absent: str | None, deployment: Any,
+                 keep: list[Any]) -> Step:
     from .stress.runner import run_all
     from .stress.scenarios import SCENARIOS
 
     started = time.monotonic()
     [result] = run_all(factory, profile, scenarios=[name], network_absent=network_absent,
                        deployment=deployment)
+    keep.append(result)
     test = SCENARIOS[name].test_name
     replay = shlex.join([
         "pytest", f"--chongming-store={spec}", f"--chongming-stress={options.stress}",
@@ -209,6 +217,8 @@ def run_campaign(spec: str, options: Any, out: Callable[[str], None] = print) ->
             seed = secrets.randbelow(2**31)
             campaign.seeds.append(seed)
             profile = dataclasses.replace(base, seed=seed)
+            campaign.results = []
+            campaign.profile = profile
             todo: list[str | None] = [*names, *([] if options.no_hypothesis else [None])]
             for name in todo:
                 if time.monotonic() >= deadline:
@@ -217,7 +227,8 @@ def run_campaign(spec: str, options: Any, out: Callable[[str], None] = print) ->
                     done = _hypothesis_step(round_, seed, spec, options, workdir)
                 else:
                     done = _stress_step(round_, seed, name, shared, profile, spec, options,
-                                        caps.unsupported.get("network"), deployment)
+                                        caps.unsupported.get("network"), deployment,
+                                        campaign.results)
                 campaign.steps.append(done)
                 out(f"{campaign.progress()} -- round {round_} seed {seed}: {done.what} "
                     f"{done.verdict}")
@@ -248,6 +259,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-hypothesis", action="store_true",
                         help="stress scenarios only")
     parser.add_argument("--json", metavar="FILE", help="write the campaign summary as JSON")
+    parser.add_argument("--html", metavar="FILE", action="append", default=[],
+                        help="write the failing step's report as HTML, its history drawn "
+                             "(no failure: the last round's scenarios)")
     parser.add_argument("--keep", metavar="DIR",
                         help="where the rounds' reports go (default: a temporary folder)")
     parser.add_argument("--step-timeout", type=float, default=1800.0, metavar="SECONDS",
@@ -271,6 +285,38 @@ def _print_summary(summary: dict[str, Any], out: Callable[[str], None]) -> None:
             out(f"replay through the plugin: {failure['replay']}")
 
 
+def _base_profile() -> Any:
+    from .stress import get_profile
+
+    return get_profile("quick")
+
+
+def _write_html(campaign: Campaign, summary: dict[str, Any], target: Path) -> None:
+    """The HTML report of the failing step (the plugin's own report of a failing
+    hypothesis step), else of the last round's stress scenarios."""
+    from .report.formats import write_report
+
+    failure = campaign.failure
+    if failure is not None and failure.what.startswith("state machine") and failure.logs:
+        with contextlib.suppress(OSError, ValueError):
+            write_report(json.loads(Path(failure.logs).read_text(encoding="utf-8")), target)
+            return
+    from .stress.report_document import stress_document
+
+    if campaign.profile is None:  # stopped before its first round
+        write_report(stress_document([], spec=campaign.spec, profile=_base_profile(),
+                                     started=campaign.wall_started,
+                                     why_partial="a soak campaign that ran nothing"), target)
+        return
+    results = campaign.results[-1:] if failure is not None else campaign.results
+    why = (f"a soak campaign ({summary['stopped']}; {len(campaign.seeds)} seed(s), "
+           f"{summary['calls']} calls checked): this report shows "
+           + ("its failing step" if failure is not None else "its last round's scenarios"))
+    doc = stress_document(results, spec=campaign.spec, profile=campaign.profile,
+                          started=campaign.wall_started, why_partial=why)
+    write_report(doc, target)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -278,7 +324,11 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit 0: every step passed; 1: a failure; 2: nothing failed but a step is NOT
     VERIFIED (or nothing ran); 4: a bad spec or option."""
-    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = _parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    for target in args.html:
+        if Path(target).suffix != ".html":
+            parser.error(f"--html {target!r} must end in .html")
     # A CI timeout sends SIGTERM: stop as Ctrl-C does, with the summary of what ran.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -293,4 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         print(f"soak summary written to {os.path.abspath(args.json)}")
+    for target in args.html:
+        _write_html(campaign, summary, Path(target).resolve())
+        print(f"soak report written to {os.path.abspath(target)}")
     return {"PASS": 0, "FAIL": 1}.get(summary["verdict"], 2)

@@ -163,8 +163,8 @@ CASES = {
         ["deviation from unknown clause 'QUERY-TAG-EXACTT'", "did you mean 'QUERY-TAG-EXACT'"],
     ),
     "bad-report-suffix": (
-        ["--chongming-store=mystores:make_store", "--chongming-report=out.html"],
-        ["must end in .json or .md"],
+        ["--chongming-store=mystores:make_store", "--chongming-report=out.htm"],
+        ["must end in .json, .md, .html"],
     ),
     "import-raises-with-dsn": (
         ["--chongming-store=dsnimport:make_store"],

@@ -36,7 +36,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DEPLOYMENT_ATTR", "Action", "Deployment", "DeploymentError", "find_deployment"]
+__all__ = [
+    "DEPLOYMENT_ATTR",
+    "Action",
+    "Deployment",
+    "DeploymentError",
+    "describe_topology",
+    "find_deployment",
+]
 
 #: The function in the store's module that describes its deployment.
 DEPLOYMENT_ATTR = "chongming_deployment"
@@ -139,3 +146,16 @@ def find_deployment(module: ModuleType | None) -> Deployment | None:
         raise DeploymentError(f"{where}() returned {type(found).__name__}, not a "
                               "chongming_conformance.faults.Deployment")
     return found
+
+
+def describe_topology(faults: str, network_absent: str | None, deployment: Deployment | None,
+                      shared_spec: str) -> str:
+    """What the cross-process verdicts ran on and under, as every report states it: the
+    faults requested, the deployment the store describes and the actions it offers."""
+    where = f"; the store declares no network ({network_absent})" if network_absent else ""
+    if deployment is None:
+        described = ("deployment not described (no chongming_deployment() beside "
+                     f"{shared_spec}): no deployment fault offered")
+    else:
+        described = "deployment " + deployment.describe()
+    return f"faults {faults}{where}; {described}"

@@ -10,6 +10,7 @@ and ``chongming-blame`` notes.
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from collections.abc import Generator, Iterable
 
@@ -18,7 +19,14 @@ import pytest
 from ..blame import failure_blames
 from ..cases import take_counts
 from ..messages import elide_start
-from ..report import HypothesisInfo, SuiteRecords, TestResult, mask_secrets, parse_blames
+from ..report import (
+    HypothesisInfo,
+    SuiteRecords,
+    TestResult,
+    mask_all,
+    mask_secrets,
+    parse_blames,
+)
 from ..report.records import SETUP_PREFIX
 from ..reuse import StoreReuseError
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
@@ -37,6 +45,9 @@ CASES_PROPERTY = "chongming-cases"
 #: exception objects while they exist (every leaf of an ExceptionGroup included) and
 #: kept on the report, so the blames survive pytest-xdist's report serialisation.
 BLAMES_PROPERTY = "chongming-blames"
+#: The ``user_properties`` key carrying the picture of the stress run a test made
+#: (``stress.picture``), drawn by the HTML report.
+HISTORY_PROPERTY = "chongming-history"
 
 _SEED = re.compile(r"@seed\((\d+)\)|--hypothesis-seed=(\S+)")
 _REPRO = re.compile(r"@reproduce_failure\([^)]*\)")
@@ -110,6 +121,13 @@ def usage_error(exc: BaseException) -> str | None:
     return None
 
 
+def _take_pictures() -> list[dict[str, object]]:
+    """The stress runs' pictures kept by the test that just ran (none when no stress
+    module was ever imported: the harness is not loaded for them)."""
+    picture = sys.modules.get("chongming_conformance.stress.picture")
+    return [] if picture is None else list(picture.take_pictures())
+
+
 class Harvest:
     """Hooks that keep every suite test's phase reports, masked, until the run ends."""
 
@@ -131,6 +149,9 @@ class Harvest:
                     for case, n in per_check.items():
                         merged[case] = merged.get(case, 0) + n
                 report.user_properties.append((CASES_PROPERTY, merged))
+            pictures = _take_pictures()
+            if pictures:  # a stress test runs one scenario: its last run is the one judged
+                report.user_properties.append((HISTORY_PROPERTY, mask_all(pictures[-1])))
         if is_suite_item(item):
             if report.failed and call.excinfo is not None:
                 ids, _ = failure_blames(call.excinfo.value)
@@ -221,6 +242,8 @@ class Harvest:
             for key, value in report.user_properties:
                 if key == CASES_PROPERTY and isinstance(value, dict):
                     result.cases = {str(k): int(v) for k, v in value.items()}
+                if key == HISTORY_PROPERTY and isinstance(value, dict):
+                    result.history = value
         # Property checks may run hypothesis inside a plain test method, so look at every
         # failing test's output, not only at @given tests.
         texts = [r.longreprtext for r in phases.values() if r.longrepr and not r.passed]

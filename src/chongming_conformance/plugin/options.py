@@ -65,7 +65,7 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="PATH",
         action="append",
         default=[],
-        help="Write the conformance report to PATH (.json or .md); may be repeated.",
+        help="Write the conformance report to PATH (.json, .md or .html); may be repeated.",
     )
     group.addoption(
         "--chongming-gate",
@@ -256,13 +256,13 @@ def _unwritable(target: Path) -> str | None:
 
 
 def _reports(config: pytest.Config) -> tuple[Path, ...]:
+    from ..report.formats import format_problem
+
     paths = []
     for report_path in config.getoption("chongming_report"):
-        if Path(report_path).suffix not in (".json", ".md"):
-            raise pytest.UsageError(
-                f"--chongming-report={report_path!r} must end in .json or .md (the format "
-                "follows the suffix)."
-            )
+        problem = format_problem(report_path)
+        if problem is not None:
+            raise pytest.UsageError(f"--chongming-report={problem}.")
         target = Path(report_path)
         if not target.is_absolute():
             target = config.invocation_params.dir / target

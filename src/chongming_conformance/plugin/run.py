@@ -18,6 +18,7 @@ import pytest
 
 from .. import __version__, reuse
 from ..clauses import CATALOGUE_VERSION, unjudged_fault_clauses
+from ..faults.deployment import describe_topology
 from ..hypothesis_profiles import PROFILES, active_profile_name
 from ..report import (
     Assessment,
@@ -27,15 +28,13 @@ from ..report import (
     assess,
     build_document,
     describe_environment,
-    dumps,
     exit_status,
     mask_secrets,
     render_cases,
     render_gate,
-    render_markdown,
     render_terminal,
 )
-from ..report.files import write_atomically
+from ..report.formats import write_report
 from ..suite._config import KitConfig
 from ..timeouts import mechanism
 from .collection import SuiteCollection
@@ -83,18 +82,11 @@ class ConformanceRun:
         manager.register(self, "chongming-conformance-run")
 
     def _topology(self) -> str:
-        """What the cross-process verdicts ran on and under: the faults requested, the
-        deployment the store describes and the actions it offers (docs/faults.md)."""
+        """What the cross-process verdicts ran on and under (docs/faults.md)."""
         kit = self.kit
-        faults = getattr(kit.stress_profile, "faults", "none")
-        network = kit.capabilities.unsupported.get("network")
-        where = (f"; the store declares no network ({network})" if network else "")
-        if kit.deployment is None:
-            described = ("deployment not described (no chongming_deployment() beside "
-                         f"{kit.shared_spec}): no deployment fault offered")
-        else:
-            described = "deployment " + kit.deployment.describe()
-        return f"faults {faults}{where}; {described}"
+        return describe_topology(getattr(kit.stress_profile, "faults", "none"),
+                                 kit.capabilities.unsupported.get("network"), kit.deployment,
+                                 str(kit.shared_spec))
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         kit = self.kit
@@ -222,8 +214,7 @@ class ConformanceRun:
         for target in self.options.reports:
             # The path was checked before the run (options._reports); the write is atomic,
             # so a CI gate reads the previous report or this one, never half of one.
-            text = dumps(self.doc) if target.suffix == ".json" else render_markdown(self.doc)
-            write_atomically(target, text)
+            write_report(self.doc, target)
             self.reports_written.append(target)
 
     def pytest_terminal_summary(

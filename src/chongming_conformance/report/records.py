@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from ..clauses import Clause, Scope
 from .schema import OPTIONAL_KEY, Enum, as_json
@@ -79,6 +79,9 @@ class TestResult:
     #: For a generated check: examples tried (``examples``) and how many met each targeted
     #: input case (``chongming_conformance.cases``); None for other tests.
     cases: Annotated[dict[str, int] | None, OPTIONAL_KEY] = None
+    #: For a stress test that failed or injected faults: its run drawn as data
+    #: (``stress.picture``, schema ``chongming-history``); None for other tests.
+    history: Annotated[dict[str, Any] | None, OPTIONAL_KEY] = None
 
     @property
     def failed_in_setup(self) -> bool:

@@ -25,10 +25,11 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..capabilities import CapabilityError, declared_capabilities
 from ..clauses import unjudged_fault_clauses
-from ..faults.deployment import DeploymentError, find_deployment
+from ..faults.deployment import DeploymentError, describe_topology, find_deployment
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
@@ -70,6 +71,19 @@ def _network_absent(factory: object, module: object) -> str | None:
     except CapabilityError:
         return None  # the plugin reports a malformed declaration; the harness ignores it
     return caps.unsupported.get("network")
+
+
+def _report_paths(parser: argparse.ArgumentParser, paths: Sequence[str]) -> list[Path]:
+    """``--report``/``--html`` paths, each checked before anything runs."""
+    from ..report.formats import format_problem
+
+    out = []
+    for p in paths:
+        problem = format_problem(p)
+        if problem is not None:
+            parser.error(f"--report {problem}")
+        out.append(Path(p).resolve())
+    return out
 
 
 def _seed(text: str) -> int:
@@ -131,7 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep-logs", action="store_true",
                         help="keep every scenario's worker logs, not only a failing one's "
                              "(for 'timeline' and 'lincheck')")
+    parser.add_argument("--report", metavar="FILE", action="append", default=[],
+                        help="also write the run as a conformance report: .html (the "
+                             "histories drawn), .json or .md; repeatable. Every clause the "
+                             "run did not check is NOT VERIFIED and the report says it is "
+                             "partial")
+    parser.add_argument("--html", metavar="FILE", action="append", default=[],
+                        help="the same as --report FILE for an .html file")
     args = parser.parse_args(argv)
+    reports = _report_paths(parser, [*args.report, *args.html])
     module_name, _, attr = args.factory.partition(":")
     module = importlib.import_module(module_name)
     factory = getattr(module, attr or "make_shared_store")
@@ -149,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile = dataclasses.replace(profile, crash_cycles=args.crash_cycles)
         except ValueError as exc:
             parser.error(f"--crash-cycles: {exc}")
-    started = time.monotonic()
+    started, wall = time.monotonic(), time.time()
     results = run_all(factory, profile, scenarios=args.scenario, integrity=integrity,
                       keep_logs=True if args.keep_logs else None,
                       network_absent=_network_absent(factory, module), deployment=deployment)
@@ -174,6 +196,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"replay {r.scenario}: {replay(args, profile, r.scenario)}", file=sys.stderr)
     unjudged = unjudged_fault_clauses(profile.faults, crash_offered=deployment is not None
                                       and bool(deployment.crashes))
+    if reports:
+        from ..report.formats import write_report
+        from .report_document import stress_document
+
+        doc = stress_document(
+            results, spec=args.factory, profile=profile, started=wall,
+            topology=describe_topology(profile.faults, _network_absent(factory, module),
+                                       deployment, args.factory))
+        for target in reports:
+            write_report(doc, target)
+            print(f"report written to {target}")
     for clause, why in unjudged.items():
         print(f"NOT VERIFIED {clause}: {why}", file=sys.stderr)
     if any(r.failed for r in results):
