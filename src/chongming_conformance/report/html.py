@@ -1347,14 +1347,27 @@ function describe(el, h) {
     if (det) line("→ " + det[1], "code");
     line(`invoked ${at(c[3])}, ` + (c[4] == null ? "never returned (crashed, killed or pending)"
       : `returned ${at(c[4])} after ${dur(c[4] - c[3])}`));
-    (h.anomalies || []).forEach((a, k) => {
-      if ((a.core || []).includes(i)) {
-        line(`core call of anomaly ${k + 1}: ${a.kind} (${a.clause})`, "b");
-        if (a.stuck) line("stuck: " + a.stuck, "code");
-      } else if ((a.context || []).includes(i)) {
-        line(`context call of anomaly ${k + 1}: it may or may not have taken effect`);
-      }
+    // A call can be in the core of dozens of anomalies (one prune, every task it dropped):
+    // the first two in full, the rest as their numbers, so the panel stays a panel.
+    const anomalies = h.anomalies || [];
+    const core = anomalies.map((a, k) => k).filter(k => (anomalies[k].core || []).includes(i));
+    const ctx = anomalies.map((a, k) => k).filter(k => !core.includes(k)
+      && (anomalies[k].context || []).includes(i));
+    core.slice(0, 2).forEach(k => {
+      const a = anomalies[k];
+      line(`core call of anomaly ${k + 1}: ${a.kind} (${a.clause})`, "b");
+      if (a.stuck) line("stuck: " + a.stuck, "code");
     });
+    if (core.length > 2) {
+      const rest = core.slice(2).map(k => k + 1);
+      line(`and of ${rest.length} more: anomal${rest.length > 1 ? "ies" : "y"} `
+        + rest.slice(0, 12).join(", ") + (rest.length > 12 ? ", …" : ""), "b");
+    }
+    if (ctx.length) {
+      line(`context call of anomal${ctx.length > 1 ? "ies" : "y"} `
+        + ctx.slice(0, 12).map(k => k + 1).join(", ") + (ctx.length > 12 ? ", …" : "")
+        + ": it may or may not have taken effect");
+    }
   } else if (el.dataset.a != null) {
     const a = h.calls[+el.dataset.a], b = h.calls[+el.dataset.b];
     line(`${el.dataset.n} calls merged (each narrower than the pixels this view gives it)`, "b");
