@@ -201,7 +201,8 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("COUNTS-ALL-KEYS", _M, "§2 §10", _C,
      "counts() has a key for every TaskStatus, with 0 where there are no tasks."),
     ("COUNTS-AGGREGATED", _S, "§2", _R,
-     "counts() is computed by the backend (GROUP BY), not by reading every record."),
+     "counts() is aggregated by the backend where it can (GROUP BY in SQL; a key-value "
+     "store keeps counts or index sizes), not by reading every record."),
     # -- history -------------------------------------------
     ("APPEND-IDEMPOTENT", _M, "§3", _C,
      "Appending a transition whose (task_id, version) exists leaves exactly one row."),
