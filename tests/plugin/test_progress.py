@@ -54,15 +54,19 @@ def test_each_stress_scenario_is_announced_with_its_round_count(
     assert result.ret == 0, out
     total = len(SCENARIOS) - 1  # the fault run is not requested: nothing to announce
     starts = re.findall(
-        rf"^chongming: stress (\d+)/{total} test_xp_\S+ \(quick\*: \d+ processes, 3 rounds, "
-        r"[\d.]+ s bound\)$", out, re.MULTILINE,
+        rf"^chongming: stress (\d+)/{total} test_xp_\S+ \((?:quick\*: \d+ processes, 3 rounds, "
+        r"[\d.]+ s bound|in this process: instances on one location, no worker processes)\)$",
+        out, re.MULTILINE,
     )
     ends = re.findall(
-        rf"^chongming: stress (\d+)/{total} passed in [\d.]+ s$", out, re.MULTILINE
+        rf"^chongming: stress (\d+)/{total} passed in [\d.]+ m?s$", out, re.MULTILINE
     )
     expected = [str(k) for k in range(1, total + 1)]
     assert starts == expected, out
     assert ends == expected, out
+    # The one scenario without workers says so, and its milliseconds are not "0.0 s".
+    assert re.search(r"test_xp_close_isolated\S* \(in this process", out), out
+    assert not re.search(r"passed in 0\.0 s", out), out
 
 
 def test_without_a_shared_store_nothing_is_announced(pytester: pytest.Pytester) -> None:
@@ -79,7 +83,7 @@ def test_thorough_profile_announces_each_hypothesis_test(pytester: pytest.Pytest
     out = result.stdout.str()
     assert result.ret == 0, out
     assert re.search(r"^chongming: hypothesis 1/1 test_counts_match_model$", out, re.MULTILINE)
-    assert re.search(r"^chongming: hypothesis 1/1 passed in [\d.]+ s$", out, re.MULTILINE)
+    assert re.search(r"^chongming: hypothesis 1/1 passed in [\d.]+ m?s$", out, re.MULTILINE)
 
 
 def test_a_store_factory_can_note_a_long_step_on_the_terminal(pytester: pytest.Pytester) -> None:

@@ -113,7 +113,10 @@ class Progress:
         self.numbers[serial_nodeid(nodeid)] = (phase, number)
         name = serial_nodeid(nodeid).rsplit("::", 1)[-1]
         detail = ""
-        if phase == "stress":
+        if phase == "stress" and "close_isolated" in name:
+            # No workers: it takes milliseconds, and should not read like a skip.
+            detail = " (in this process: instances on one location, no worker processes)"
+        elif phase == "stress":
             p = self.stress_profile
             faults = (f", faults {p.faults}, seed {p.seed}, at least {p.fault_seconds:g} s"
                       if is_fault_nodeid(nodeid) else "")
@@ -130,4 +133,6 @@ class Progress:
             return
         phase, number = found
         total = max(self.planned[phase], number)
-        self._write(f"{phase} {number}/{total} {report.outcome} in {report.duration:.1f} s")
+        took = (f"{report.duration:.1f} s" if report.duration >= 1 else
+                f"{report.duration * 1000:.0f} ms")
+        self._write(f"{phase} {number}/{total} {report.outcome} in {took}")

@@ -41,6 +41,13 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     lines.append(("", ""))
     for lvl, counts in doc["summary"].items():
         text = f"{lvl}: " + ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+        # The verdict counts gated clauses only: say how many of these it leaves out, so
+        # "5 NOT VERIFIED" here and "1 NOT VERIFIED" in the verdict read as one story.
+        out = sum(1 for e in doc["clauses"] if e["level"] == lvl and not e["gated"]
+                  and e["outcome"] == NOT_VERIFIED)
+        if out:
+            text += (f" ({out} NOT VERIFIED left out of the verdict: review clauses, or "
+                     "faults not requested)")
         lines.append((text, ""))
     left_out = left_out_line(doc)
     if left_out:

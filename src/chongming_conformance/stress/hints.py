@@ -39,9 +39,10 @@ _UNCOMMITTED = (
 #: Anomaly kind -> the usual cause when every anomaly of a scenario is of that kind.
 KIND_HINTS: Mapping[str, str] = {
     "lost-update": (
-        "save() is not atomic: the version check and the write are two statements; make it "
-        "one conditional UPDATE ... WHERE status_version = expect and test the matched row "
-        "count"
+        "save() is not atomic: the version check and the write are two steps; make them one "
+        "conditional write (SQL: one conditional UPDATE ... WHERE status_version = expect, "
+        "testing the matched row count; a key-value store: a compare-and-set on the record's "
+        "revision)"
     ),
     "no-winner": (
         "every conditional save was refused although one should win: the row count counts "
@@ -49,16 +50,18 @@ KIND_HINTS: Mapping[str, str] = {
         "was read from a stale snapshot"
     ),
     "double-hold": (
-        "the claim is not atomic: pick and lease in one statement, or SELECT ... FOR UPDATE "
-        "SKIP LOCKED then UPDATE in one transaction"
+        "the claim is not atomic: pick and lease in one step (SQL: one statement, or SELECT "
+        "... FOR UPDATE SKIP LOCKED then UPDATE in one transaction; a key-value store: lease "
+        "each command with a compare-and-set that requires it unleased or expired)"
     ),
     "torn-read": (
-        "a read saw half a write: write every column of a task in one statement or "
-        "transaction, and read it in one"
+        "a read saw half a write: write every field of a task in one step (one statement or "
+        "transaction; in a key-value store, one record), and read it in one"
     ),
     "rows-per-version": (
-        "concurrent replays of append() both inserted: a unique key on (task_id, version) "
-        "with INSERT ... ON CONFLICT DO NOTHING (INSERT IGNORE) makes the replay a no-op"
+        "concurrent replays of append() both inserted: make (task_id, version) unique and "
+        "the insert conditional (SQL: INSERT ... ON CONFLICT DO NOTHING / INSERT IGNORE; a "
+        "key-value store: create the key for that version only if it is absent)"
     ),
 }
 
