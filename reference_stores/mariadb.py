@@ -97,9 +97,10 @@ docs/mariadb.md has the measurements):
 * **DML only.** The store runs SELECT/INSERT/UPDATE/DELETE; the DDL is in
   ``mariadb_schema.install_schema``, run once by a user that may CREATE.
 
-To copy it: take this file and ``mariadb_schema.py``. The three factories at the
-bottom are how the kit runs it (a database per store from
-``$CHONGMING_TEST_MARIADB``); ``reset_store`` empties a store for reuse.
+To copy it: take this file and ``mariadb_schema.py`` (of the kit, they import only its
+public model, errors and codec). The three factories at the bottom are how the kit runs
+it (a database per store from ``$CHONGMING_TEST_MARIADB``); ``reset_store`` empties a
+store for reuse.
 """
 
 from __future__ import annotations
@@ -152,13 +153,13 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.report.masking import mask_secrets
 
 from .mariadb_schema import (
     COUNTER_SLOTS,
     SCHEMA_VERSION,
     TABLES,
     ConnectParams,
+    _mask_secrets,
     drop_schema,
     failure,
     install_schema,
@@ -488,7 +489,7 @@ class MariaDBTaskStore:
             params = replace(params, connect_timeout=min(params.connect_timeout, call_timeout))
         name = database if database is not None else params.database
         if name is None:
-            raise StoreError(mask_secrets(
+            raise StoreError(_mask_secrets(
                 f"no database: name one in the DSN ({dsn!r}) or pass database="
             ))
         self._database = validate_database_name(name)

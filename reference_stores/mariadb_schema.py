@@ -59,6 +59,10 @@ What each decision is for (the store's docstring has the rest):
   with its definer's rights, and every lock the store takes is then visible in
   its own code. SQL outside the store that writes ``tasks`` must maintain both
   tables too (:func:`rebuild_derived` recomputes them).
+* **Standalone.** Of the kit, this module and the store import only its public
+  model, errors and codec, so a copy in a production store depends on nothing else;
+  the masking of passwords in error messages is :func:`_mask_secrets`, here
+  (``tests/test_reference_store_imports.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -76,7 +81,6 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from chongming_conformance import StoreError, TaskStatus
-from chongming_conformance.report.masking import mask_secrets
 
 __all__ = [
     "COUNTER_SLOTS",
@@ -107,6 +111,39 @@ MAX_DATABASE_CHARS = 64
 
 #: Collation of every text column, per server family (module docstring).
 _COLLATIONS = {"mariadb": "utf8mb4_nopad_bin", "mysql": "utf8mb4_0900_bin"}
+
+
+# -- masking ------------------------------------------------------------------------------------
+# A password in a URL's userinfo (``mysql://user:SECRET@host``): it runs to the URL's last
+# ``@``, so a password holding ``@``, ``/`` or ``:`` is masked whole (a path holding ``@`` is
+# over-masked, which costs nothing).
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s'\"]*):[^\s'\"]*@")
+# A value whose key names a password (``password=``, ``MYSQL_PASSWORD=``), bare or quoted.
+_KEY_PASSWORD = re.compile(
+    r"(?P<key>(?<![A-Za-z0-9_])[A-Za-z0-9_]*pass(?:word|wd)\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"]+)",
+    re.IGNORECASE,
+)
+
+
+def _mask_secrets(text: str) -> str:
+    """``text`` with the DSN passwords in it replaced by ``***``.
+
+    Errors about a DSN quote it (``invalid MariaDB DSN 'mysql://app:***@db/x'``), and a
+    StoreError's message ends up in logs and issue reports. The password of a
+    ``mysql://`` DSN is its URL userinfo; a ``password=`` value (in a query string, say)
+    is masked too. Local on purpose: a production copy of this store must not depend on
+    the kit's report package (``chongming_conformance.report.masking`` masks more
+    forms, for everything the kit itself prints).
+    """
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", text)
+
+    def masked(m: re.Match[str]) -> str:
+        value = m.group("value")
+        quote = value[0] if value[0] in "'\"" else ""
+        return f"{m.group('key')}{quote}***{quote}"
+
+    return _KEY_PASSWORD.sub(masked, text)
 
 
 # -- DSN --------------------------------------------------------------------------------------
@@ -174,15 +211,15 @@ def parse_dsn(dsn: str) -> ConnectParams:
         parts = urlsplit(dsn.strip())
         port = parts.port
     except ValueError as exc:
-        raise StoreError(mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
+        raise StoreError(_mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
     if parts.scheme not in ("mysql", "mariadb"):
-        raise StoreError(mask_secrets(
+        raise StoreError(_mask_secrets(
             f"invalid MariaDB DSN {dsn!r}: the scheme must be mysql:// or mariadb://"
         ))
     query = parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(query) - {"unix_socket", "connect_timeout"})
     if unknown:
-        raise StoreError(mask_secrets(
+        raise StoreError(_mask_secrets(
             f"invalid MariaDB DSN {dsn!r}: unknown parameter(s) {', '.join(unknown)} "
             "(known: unix_socket, connect_timeout)"
         ))
@@ -191,7 +228,7 @@ def parse_dsn(dsn: str) -> ConnectParams:
         try:
             timeout = float(query["connect_timeout"][-1])
         except ValueError as exc:
-            raise StoreError(mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
+            raise StoreError(_mask_secrets(f"invalid MariaDB DSN {dsn!r}: {exc}")) from exc
     database = unquote(parts.path.lstrip("/")) or None
     return ConnectParams(
         host=parts.hostname or "127.0.0.1",
@@ -235,7 +272,7 @@ def quote_ident(*names: str) -> str:
 
 def failure(doing: str, exc: BaseException) -> StoreError:
     """The StoreError for a driver error: what was being done, the cause, masked."""
-    return StoreError(mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
+    return StoreError(_mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
 
 
 @contextlib.contextmanager

@@ -68,6 +68,13 @@ turns driver errors into StoreError. The SQL and the reasoning are in
 docs/postgres.md. The factories the kit runs it through (``make_store``,
 ``reset_store`` and ``make_shared_store``, at the bottom) read the DSN from the
 environment; copy them as the pattern for your own store's factory module.
+
+Of the kit, the two files import only its public model, errors and codec, so a
+copy in a production store depends on nothing else (secrets in error messages
+are masked by ``postgres_schema._mask_secrets``). The kit's other seams -- its
+progress notes and ``chongming_deployment()``'s ``Deployment`` -- are imported
+inside the functions the kit calls, when it calls them
+(``tests/test_reference_store_imports.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -85,7 +92,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     import psycopg
@@ -124,18 +131,20 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.faults import Deployment
-from chongming_conformance.report.masking import mask_secrets
 
 from .postgres_schema import (
     MAX_SCHEMA_BYTES,
     SCHEMA_VERSION,
     _failure,
     _ident,
+    _mask_secrets,
     drop_schema,
     install_schema,
     validate_schema_name,
 )
+
+if TYPE_CHECKING:  # the kit's deployment seam, imported when the kit calls it (below)
+    from chongming_conformance.faults import Deployment
 
 __all__ = [
     "DSN_ENV",
@@ -295,7 +304,7 @@ def _connect_problem(dsn: str) -> str:
         with psycopg.connect(dsn, connect_timeout=5):
             return "a direct connection works, so the pool timed out under load"
     except psycopg.Error as exc:
-        return mask_secrets(f"a direct connection fails: {exc}")
+        return _mask_secrets(f"a direct connection fails: {exc}")
 
 
 @dataclass(eq=False)
@@ -477,7 +486,7 @@ def open_pool(
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
-        raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
+        raise StoreError(_mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
     limit = timeout if watchdog is None else min(timeout, watchdog.limit)
     connect_timeout = max(2, math.ceil(limit))  # libpq counts whole seconds, at least 2
     # prepare_threshold=None: never a server-side prepared statement, whose name
@@ -488,7 +497,7 @@ def open_pool(
     try:
         psycopg.connect(dsn, **kwargs).close()
     except psycopg.Error as exc:
-        raise StoreError(mask_secrets(f"cannot connect to PostgreSQL: {exc}")) from exc
+        raise StoreError(_mask_secrets(f"cannot connect to PostgreSQL: {exc}")) from exc
     pool: ConnectionPool[Any] = ConnectionPool(
         dsn,
         min_size=min_size,
@@ -505,7 +514,7 @@ def open_pool(
         pool.open(wait=True, timeout=timeout)
     except psycopg.Error as exc:
         pool.close()
-        raise StoreError(mask_secrets(
+        raise StoreError(_mask_secrets(
             f"cannot connect to PostgreSQL: {exc}; {_connect_problem(dsn)}"
         )) from exc
     return pool
@@ -882,10 +891,24 @@ def _fresh_schema_name() -> str:
     return f"chongming_t_{uuid.uuid4().hex[:16]}"
 
 
+def _note(text: str) -> None:
+    """Say ``text`` through the kit's progress notes (a no-op outside a kit run).
+
+    Installing a schema takes seconds on a busy server, and the first test would look
+    hung; the plugin shows each note as a ``chongming:`` line. Imported here, when a kit
+    factory runs, so the store and its schema module import nothing of the kit's
+    plumbing: a copy of them in a production store keeps only the public model.
+    """
+    from chongming_conformance.progress import note
+
+    note(text)
+
+
 def make_store() -> Generator[PostgresTaskStore, None, None]:
     """A store on a newly installed schema of ``$CHONGMING_TEST_POSTGRES``, dropped on teardown."""
     dsn = _dsn_from_env()
     schema = _fresh_schema_name()
+    _note(f"postgres: installing the schema {schema!r}")
     install_schema(dsn, schema)
     try:
         store = PostgresTaskStore(dsn, schema=schema)
@@ -926,7 +949,7 @@ def routed_dsn(dsn: str, network: Any) -> str:
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.Error as exc:
-        raise StoreError(mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
+        raise StoreError(_mask_secrets(f"invalid PostgreSQL DSN: {exc}")) from exc
     host = str(
         params.get("hostaddr") or params.get("host")
         or os.environ.get("PGHOSTADDR") or os.environ.get("PGHOST") or ""
@@ -959,6 +982,8 @@ def chongming_deployment() -> Deployment:
     deployment's business (tests/stress/crash_stores.py does it for private servers).
     Copy this function into your store's module and say what you deploy on.
     """
+    from chongming_conformance.faults import Deployment  # the kit's seam: see the docstring
+
     dsn = _dsn_from_env()
     params = conninfo_to_dict(dsn)
     named = f"{params.get('host') or params.get('hostaddr') or 'local socket'}:" \
@@ -993,6 +1018,7 @@ def make_shared_store(
     dsn = _dsn_from_env()
     opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     schema = _fresh_schema_name()
+    _note(f"postgres: installing the schema {schema!r}")
     install_schema(dsn, schema)
     try:
         if opener_dsn is None:

@@ -8,11 +8,14 @@ existing deployment is upgraded in place, and every identifier is quoted with
 ``psycopg.sql.Identifier``, never formatted into the text.
 
 To copy the store, copy this file with it; docs/postgres.md explains each index
-and the counters' triggers.
+and the counters' triggers. Neither file needs anything of the kit but its public
+model, errors and codec (``tests/test_reference_store_imports.py`` keeps it so):
+the secret masking error messages need is :func:`_mask_secrets`, here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,8 +26,6 @@ import psycopg
 from psycopg import sql
 
 from chongming_conformance import StoreError
-from chongming_conformance.progress import note as progress_note
-from chongming_conformance.report.masking import mask_secrets
 
 __all__ = [
     "COUNTER_SLOTS",
@@ -196,12 +197,47 @@ def validate_schema_name(schema: object) -> str:
     return schema
 
 
+# -- errors -------------------------------------------------------------------------------
+# A password in a URL's userinfo (``postgresql://user:SECRET@host``): it runs to the URL's
+# last ``@``, so a password holding ``@``, ``/`` or ``:`` is masked whole (a path holding
+# ``@`` is over-masked, which costs nothing).
+_URL_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s'\"]*):[^\s'\"]*@")
+# A conninfo value whose key names a password (``password=``, ``sslpassword=``,
+# ``PGPASSWORD=``), bare or single-quoted with backslash escapes as libpq writes them.
+_KEY_PASSWORD = re.compile(
+    r"(?P<key>(?<![A-Za-z0-9_])[A-Za-z0-9_]*pass(?:word|wd)\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"]+)",
+    re.IGNORECASE,
+)
+
+
+def _mask_secrets(text: str) -> str:
+    """``text`` with the DSN passwords in it replaced by ``***``.
+
+    libpq echoes the DSN it was given in some errors (a malformed one in full), and a
+    StoreError's message ends up in logs and issue reports. Two forms carry a password in
+    a PostgreSQL DSN, and both are masked: URL userinfo (``postgresql://app:***@db/x``)
+    and conninfo keys (``password=***``, ``sslpassword='***'``). Local on purpose: a
+    production copy of this store must not depend on the kit's report package
+    (``chongming_conformance.report.masking`` masks more forms, for everything the kit
+    itself prints).
+    """
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", text)
+
+    def masked(m: re.Match[str]) -> str:
+        value = m.group("value")
+        quote = value[0] if value[0] in "'\"" else ""
+        return f"{m.group('key')}{quote}***{quote}"
+
+    return _KEY_PASSWORD.sub(masked, text)
+
+
 def _failure(doing: str, exc: BaseException) -> StoreError:
     """The StoreError for a driver error: what the store was doing, the cause, masked.
 
     libpq error texts can echo the DSN they were given (a malformed one in full).
     """
-    return StoreError(mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
+    return StoreError(_mask_secrets(f"{doing} failed: {type(exc).__name__}: {exc}"))
 
 
 @contextmanager
@@ -241,9 +277,6 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
     on the database (or an existing schema you own); the store itself does not.
     """
     s = sql.Identifier(validate_schema_name(schema))
-    # Seconds on a busy server: say so, or the first test looks hung (shown by the
-    # plugin as a "chongming:" line; a no-op anywhere else).
-    progress_note(f"postgres: installing the schema {schema!r}")
     with _driver_errors(f"install_schema({schema!r})"), _admin_connection(
         conn_or_dsn
     ) as conn, conn.transaction():
