@@ -71,7 +71,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -276,12 +276,31 @@ def failure(doing: str, exc: BaseException) -> StoreError:
 
 
 @contextlib.contextmanager
-def driver_errors(doing: str) -> Iterator[None]:
-    """Every PyMySQL error inside becomes a masked StoreError with the cause chained."""
+def driver_errors(
+    doing: str,
+    *,
+    _driver_error: type[BaseException] = pymysql.Error,
+    _translate: Callable[[str, BaseException], StoreError] = failure,
+) -> Iterator[None]:
+    """Every PyMySQL error inside becomes a masked StoreError with the cause chained.
+
+    The error class and the translation are bound when the module is loaded (keyword
+    defaults live on the function, not in the module's globals): a store's teardown can
+    run while the interpreter shuts down -- a generator finalised at exit -- when module
+    globals may already be None, and ``except None`` would raise a TypeError of its own
+    in place of the real error. Whatever happens then, the error that propagates is the
+    driver's (or the StoreError made from it), never one made here.
+    """
     try:
         yield
-    except pymysql.Error as exc:
-        raise failure(doing, exc) from exc
+    except Exception as exc:
+        if not isinstance(exc, _driver_error):
+            raise
+        try:
+            translated = _translate(doing, exc)
+        except Exception:  # shutdown: the translation's own globals are gone
+            raise exc from None
+        raise translated from exc
 
 
 @contextlib.contextmanager

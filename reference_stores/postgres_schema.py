@@ -16,7 +16,7 @@ the secret masking error messages need is :func:`_mask_secrets`, here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -241,12 +241,31 @@ def _failure(doing: str, exc: BaseException) -> StoreError:
 
 
 @contextmanager
-def _driver_errors(doing: str) -> Iterator[None]:
-    """Every psycopg error inside becomes a masked StoreError with the cause chained."""
+def _driver_errors(
+    doing: str,
+    *,
+    _driver_error: type[BaseException] = psycopg.Error,
+    _translate: Callable[[str, BaseException], StoreError] = _failure,
+) -> Iterator[None]:
+    """Every psycopg error inside becomes a masked StoreError with the cause chained.
+
+    The error class and the translation are bound when the module is loaded (keyword
+    defaults live on the function, not in the module's globals): a store's teardown can
+    run while the interpreter shuts down -- a generator finalised at exit -- when module
+    globals may already be None, and ``except None`` would raise a TypeError of its own
+    in place of the real error. Whatever happens then, the error that propagates is the
+    driver's (or the StoreError made from it), never one made here.
+    """
     try:
         yield
-    except psycopg.Error as exc:
-        raise _failure(doing, exc) from exc
+    except Exception as exc:
+        if not isinstance(exc, _driver_error):
+            raise
+        try:
+            failure = _translate(doing, exc)
+        except Exception:  # shutdown: the translation's own globals are gone
+            raise exc from None
+        raise failure from exc
 
 
 def _ident(schema: str, table: str) -> sql.Identifier:

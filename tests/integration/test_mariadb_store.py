@@ -1054,10 +1054,17 @@ def test_dsn_parts_are_decoded() -> None:
 
 def test_make_store_names_the_variable_when_it_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(mstore.DSN_ENV, raising=False)
-    with pytest.raises(StoreError, match=mstore.DSN_ENV):
-        next(mstore.make_store())
-    with pytest.raises(StoreError, match=mstore.DSN_ENV):
-        next(mstore.make_shared_store())
+    # closing(): were the variable ever not needed, the store would still be torn down here.
+    with (
+        contextlib.closing(mstore.make_store()) as gen,
+        pytest.raises(StoreError, match=mstore.DSN_ENV),
+    ):
+        next(gen)
+    with (
+        contextlib.closing(mstore.make_shared_store()) as shared,
+        pytest.raises(StoreError, match=mstore.DSN_ENV),
+    ):
+        next(shared)
 
 
 def test_import_without_pymysql_says_how_to_install() -> None:
@@ -1445,9 +1452,11 @@ def test_make_store_drops_its_database(mariadb_dsn: str, monkeypatch: pytest.Mon
     gen = mstore.make_store()
     store = next(gen)
     used = store.database
-    assert store.query() == [] and set(store.counts().values()) == {0}
-    store.close()
-    gen.close()
+    try:
+        assert store.query() == [] and set(store.counts().values()) == {0}
+    finally:
+        store.close()
+        gen.close()
     found = rows(
         mariadb_dsn, "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = %s",
         [used],

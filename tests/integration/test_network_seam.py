@@ -170,9 +170,9 @@ def _shared(
     try:
         gen = module.make_shared_store(network=proxy)
         opener = next(gen)
-        assert proxy.routed == [target], proxy.routed
-        assert proxy.accepted == 0, "install_schema went through the proxy"
         try:
+            assert proxy.routed == [target], proxy.routed
+            assert proxy.accepted == 0, "install_schema went through the proxy"
             yield proxy, opener
         finally:
             proxy.heal()
@@ -244,8 +244,11 @@ def test_postgres_network_seam_refuses_a_unix_socket(
     monkeypatch.delenv("PGHOST", raising=False)
     monkeypatch.delenv("PGHOSTADDR", raising=False)
     monkeypatch.setenv(pgstore.DSN_ENV, f"dbname=test_{uuid.uuid4().hex[:8]}")
-    with pytest.raises(StoreError, match="needs a single TCP host"):
-        next(pgstore.make_shared_store(network=_NoRoute()))
+    with (
+        contextlib.closing(pgstore.make_shared_store(network=_NoRoute())) as gen,
+        pytest.raises(StoreError, match="needs a single TCP host"),
+    ):
+        next(gen)
 
 
 @pytest.mark.mariadb
@@ -266,5 +269,8 @@ def test_mariadb_network_seam_refuses_a_unix_socket(
     from reference_stores import mariadb as mstore
 
     monkeypatch.setenv(mstore.DSN_ENV, "mysql://root@localhost/test?unix_socket=/run/x.sock")
-    with pytest.raises(StoreError, match="needs a TCP host"):
-        next(mstore.make_shared_store(network=_NoRoute()))
+    with (
+        contextlib.closing(mstore.make_shared_store(network=_NoRoute())) as gen,
+        pytest.raises(StoreError, match="needs a TCP host"),
+    ):
+        next(gen)

@@ -589,10 +589,17 @@ def test_unreachable_server_is_a_storeerror_with_the_reason() -> None:
 
 def test_make_store_names_the_variable_when_it_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(pgstore.DSN_ENV, raising=False)
-    with pytest.raises(StoreError, match=pgstore.DSN_ENV):
-        next(pgstore.make_store())
-    with pytest.raises(StoreError, match=pgstore.DSN_ENV):
-        next(pgstore.make_shared_store())
+    # closing(): were the variable ever not needed, the store would still be torn down here.
+    with (
+        contextlib.closing(pgstore.make_store()) as gen,
+        pytest.raises(StoreError, match=pgstore.DSN_ENV),
+    ):
+        next(gen)
+    with (
+        contextlib.closing(pgstore.make_shared_store()) as shared,
+        pytest.raises(StoreError, match=pgstore.DSN_ENV),
+    ):
+        next(shared)
 
 
 def test_import_without_psycopg_says_how_to_install() -> None:
@@ -954,9 +961,11 @@ def test_make_store_drops_its_schema(
     gen = pgstore.make_store()
     store = next(gen)
     used = store._schema
-    _assert_empty(store)
-    store.close()
-    gen.close()
+    try:
+        _assert_empty(store)
+    finally:
+        store.close()
+        gen.close()
     with psycopg.connect(postgres_dsn) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [used]
