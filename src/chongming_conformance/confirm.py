@@ -53,6 +53,7 @@ __all__ = [
     "lease_from_wall_clock",
     "limit_before_filter",
     "query_order_follows_wall_clock",
+    "release_reopens_finished",
     "snapshot_fields_change",
     "snapshot_times_change",
     "ties_dropped",
@@ -254,6 +255,34 @@ def claim_leases_beyond_limit() -> Probe:
         rest = [c.command_id for c in store.claim_commands(now=now, lease_seconds=60.0,
                                                             limit=10)]
         return second.command_id not in rest
+
+    return probe
+
+
+def release_reopens_finished() -> Probe:
+    """A completed command that claims no longer hand out: does ``release_command`` make it
+    claimable again?
+
+    A finished command that comes back right after a release was either reopened by the
+    release (RELEASE-FINISHED-NOOP) or never finished by the complete before it
+    (COMPLETE-NEVER-RECLAIMED): the last call is no proof. A complete that leaves the
+    command claimable is the other bug, not this one."""
+
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+
+        def taken(when: float) -> bool:
+            got = store.claim_commands(now=at + timedelta(seconds=when), lease_seconds=1.0,
+                                       limit=10)
+            return sent.command_id in [c.command_id for c in got]
+
+        sent = Command(_fresh_id("release-finished"), "probe", CommandKind.STOP, "kit", at)
+        store.submit_command(sent)
+        store.complete_command(sent.command_id, now=at, outcome="probe")
+        if taken(0):
+            return False
+        store.release_command(sent.command_id, now=at + timedelta(seconds=1))
+        return taken(2)
 
     return probe
 

@@ -32,6 +32,7 @@ from .confirm import (
     lease_from_wall_clock,
     limit_before_filter,
     query_order_follows_wall_clock,
+    release_reopens_finished,
     ties_dropped,
 )
 from .model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
@@ -450,7 +451,10 @@ def claim_culprits(
             elif held.finished_at is None:
                 out.add("CLAIM-LEASE-EXCLUSIVE")  # unfinished, so still leased
             elif last_ops.get(c.command_id) == "release":
-                out.add("RELEASE-FINISHED-NOOP")
+                # Reopened by the release, or never finished by the complete before it: a
+                # fresh store tells which.
+                out.add(decide(release_reopens_finished(), "RELEASE-FINISHED-NOOP",
+                               "COMPLETE-NEVER-RECLAIMED"))
             else:
                 out.add("COMPLETE-NEVER-RECLAIMED")
         return tuple(sorted(out))
