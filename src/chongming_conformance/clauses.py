@@ -186,7 +186,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("QUERY-PIPELINE", _M, "§2", _C,
      "pipeline_run_id returns exactly the tasks of that pipeline run."),
     ("QUERY-LIMIT", _M, "§2 §10", _C,
-     "limit returns the first N tasks in the requested order; limit=0 returns none."),
+     "limit=N (N >= 1) returns the first N matching tasks in the requested order; limit=0, "
+     "which the controller never passes, returns no task or is refused with StoreError or "
+     "ValueError (the kit accepts both)."),
     ("QUERY-FILTERS-COMBINE", _M, "§2", _C,
      "All given filters apply together (AND)."),
     ("QUERY-EMPTY-SET-MATCHES-NOTHING", _M, "§2 §10", _C,
@@ -268,8 +270,9 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("CLAIM-ORDER", _M, "§5", _C,
      "claim_commands() takes commands in created_at order (by instant)."),
     ("CLAIM-LIMIT", _M, "§5 §10", _C,
-     "claim_commands() returns at most limit commands and leases only those; limit=0 "
-     "leases nothing."),
+     "claim_commands() returns at most limit commands and leases only those; limit=0, which "
+     "the controller never passes, leases nothing, answering an empty sequence or refusing "
+     "with StoreError or ValueError (the kit accepts both)."),
     ("XP-CLAIM-EXCLUSIVE", _M, "§5", _X,
      "Consumers in several processes never hold the same command at the same instant, "
      "none is lost, none is completed twice."),

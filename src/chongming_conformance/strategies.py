@@ -40,6 +40,8 @@ generating it would report bugs that are not bugs:
   fractions (0.125, 0.25, 1.5, any number of quarter seconds), so
   ``now + lease_seconds`` is exact to the microsecond in every arithmetic a backend
   might use. A lease of 0 or less is left open by the guide and never generated.
+* **limits** (:func:`limits`): 1 and up, never 0 -- what ``limit=0`` means is left open by
+  the guide, and a store may refuse it.
 """
 
 from __future__ import annotations
@@ -285,9 +287,14 @@ def counts_and_totals() -> SearchStrategy[int]:
 
 @functools.lru_cache(maxsize=512)
 def limits() -> SearchStrategy[int]:
-    """Query / claim limits: 0 (returns nothing), 1, small, and large (INT32/INT64 max)."""
+    """Query / claim limits: 1, small, and large (INT32/INT64 max); never 0.
+
+    The controller never passes ``limit=0`` and the original guide does not say what it
+    means, so a store may refuse it (docs/backend-guide.md §10): the contract checks it on
+    its own, accepting either answer, and no generated check depends on it.
+    """
     return st.one_of(
-        st.sampled_from((0, 1, 2**31 - 1, INT64_MAX)), st.integers(min_value=0, max_value=10)
+        st.sampled_from((1, 2**31 - 1, INT64_MAX)), st.integers(min_value=1, max_value=10)
     )
 
 
@@ -564,7 +571,7 @@ def queries_for(tasks: Sequence[TaskSnapshot]) -> SearchStrategy[TaskQuery]:
         limit = draw(st.one_of(
             st.integers(1, max(hits, 1)),  # at most the matches: a cut-short answer shows
             st.none(),
-            st.integers(0, hits + 1),
+            st.integers(1, hits + 1),  # never 0: a store may refuse it (limits())
         ), label="limit")
         return TaskQuery(**fields, limit=limit, newest_first=newest_first)
 

@@ -577,6 +577,47 @@ class ClaimNewestFirstList(_Memory):
         return list(reversed(claimed))
 
 
+# -- 11. Inputs the original leaves open and the controller never sends (issue 33) ----------
+#
+# Each store below answers one of them by refusing it. The kit judged all three once (a
+# length, a limit of 0, an unknown command id) and failed these correct stores on them; the
+# guide, §10, now accepts either answer, and no generated check sends them.
+
+class RefusesLimitZero(_Memory):
+    """Refuses ``query`` and ``claim_commands`` with a limit below 1 (``limit=0``),
+    raising ``refusal``: StoreError here, ValueError in its ``...ValueError`` twin.
+
+    Freedom: the original lists ``limit`` among the filters a query supports (§2.1) and
+    tells a claim to obey it ("遵守 `limit`", §2.4), but never says what a limit of 0 is --
+    nothing, or no limit at all -- and the controller never passes one (its claims use the
+    default, 50). The guide, §10: "`query(limit=0)`: accepted either way: no task, or
+    refused with `StoreError` or `ValueError`", and the same for a claim. Every other limit
+    is the reference behaviour.
+    """
+
+    refusal: ClassVar[type[Exception]] = StoreError
+
+    @_locked
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        if query is not None and query.limit is not None and query.limit < 1:
+            raise self.refusal(f"query(): limit={query.limit}; a limit is 1 or more")
+        return super().query(query)
+
+    @_locked
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        if limit < 1:
+            raise self.refusal(f"claim_commands(): limit={limit}; a limit is 1 or more")
+        return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+
+
+class RefusesLimitZeroValueError(RefusesLimitZero):
+    """:class:`RefusesLimitZero`, refusing with ValueError instead of StoreError."""
+
+    refusal = ValueError
+
+
 #: Every store of this module by name (the test's parameter list is built from it).
 STORES: tuple[type[InMemoryTaskStore], ...] = (
     RefuseNonRisingSave,
@@ -595,4 +636,6 @@ STORES: tuple[type[InMemoryTaskStore], ...] = (
     ConflictWithoutActual,
     KeywordsAlsoPositional,
     ClaimNewestFirstList,
+    RefusesLimitZero,
+    RefusesLimitZeroValueError,
 )

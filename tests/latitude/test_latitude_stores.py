@@ -282,6 +282,25 @@ def test_claim_returns_the_oldest_newest_first() -> None:
     ]
 
 
+# -- inputs the original leaves open (issue 33) -------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", _twins(lmem.RefusesLimitZero), ids=lambda c: c.__name__)
+def test_refuses_limit_zero(cls: type) -> None:
+    store = cls()
+    store.create(snapshot("t"))
+    store.submit_command(command("c"))
+    with pytest.raises(cls.refusal):
+        store.query(TaskQuery(limit=0))
+    with pytest.raises(cls.refusal):
+        store.claim_commands(now=at(0), lease_seconds=1.0, limit=0)
+    assert _ids(store.query(TaskQuery(limit=1))) == ["t"]
+    assert _ids(store.query()) == ["t"]
+    assert _cids(store.claim_commands(now=at(0), lease_seconds=1.0, limit=1)) == ["c"], (
+        "the refused claim leased nothing"
+    )
+
+
 # -- a query in several transactions ----------------------------------------------------------
 
 QUERIES = (

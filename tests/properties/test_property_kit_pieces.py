@@ -98,7 +98,8 @@ def test_tag_sets_produce_the_prefix_suffix_collisions() -> None:
     assert {"io", "ios", "bio", "i", "io,"} <= seen
 
 
-def test_limits_include_the_boundaries() -> None:
+def test_limits_include_the_boundaries_but_never_zero() -> None:
+    """limit=0 is left open by the guide (a store may refuse it): never generated."""
     seen: set[int] = set()
 
     @settings(max_examples=200, database=None, derandomize=True)
@@ -107,7 +108,21 @@ def test_limits_include_the_boundaries() -> None:
         seen.add(limit)
 
     collect()
-    assert {0, 1, cst.INT64_MAX} <= seen
+    assert {1, cst.INT64_MAX} <= seen
+    assert min(seen) == 1
+
+
+def test_queries_aimed_at_tasks_never_ask_for_limit_zero() -> None:
+    tasks = [samples.snapshot(f"t{i}", created=i, name=f"n{i % 2}") for i in range(4)]
+    seen: set[int | None] = set()
+
+    @settings(max_examples=200, database=None, derandomize=True)
+    @given(cst.queries_for(tasks) | cst.queries())
+    def collect(q: TaskQuery) -> None:
+        seen.add(q.limit)
+
+    collect()
+    assert 0 not in seen and 1 in seen and None in seen
 
 
 @FAST

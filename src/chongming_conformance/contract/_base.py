@@ -27,14 +27,21 @@ from ..blame import (
     touch_culprit,
 )
 from ..confirm import confirming
+from ..errors import StoreError
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
 from ..protocol import TaskStore
 from ..samples import adversarial_values, snapshot
 from ..seam import StoreSeam
 
-__all__ = ["LEASE", "ContractBase"]
+__all__ = ["LEASE", "LIMIT_ZERO_REFUSALS", "ContractBase"]
 
 LEASE = 30.0  # seconds; the lease every claim in the contract asks for
+
+#: How a store may refuse ``limit=0``, which the original guide leaves open and the controller
+#: never passes (docs/backend-guide.md §10): StoreError, the protocol's own error, or
+#: ValueError, Python's error for an argument of the right type with a value the callee does
+#: not take. Not TypeError (0 is an int), not a raw driver error (ERRORS-ARE-STOREERROR).
+LIMIT_ZERO_REFUSALS: tuple[type[Exception], ...] = (StoreError, ValueError)
 
 
 def _diff(expected: object, actual: object) -> str:
