@@ -872,7 +872,8 @@ class CompleteOnlyClearsLease(Base):
 
 
 class CompleteRaisesWhenDone(Base):
-    """complete_command() raises for unknown or already-completed commands."""
+    """complete_command() raises for an already-completed command (and an unknown one): a
+    controller completing again after a lost reply gets an error for ever."""
 
     def complete_command(
         self, command_id: str, *, now: datetime, outcome: str | None = None
@@ -881,6 +882,18 @@ class CompleteRaisesWhenDone(Base):
         if command is None or command.finished_at is not None:
             raise StoreError(f"command {command_id!r} is not open")
         super().complete_command(command_id, now=now, outcome=outcome)
+
+
+class CompleteUnknownKeyError(Base):
+    """complete_command() looks the command up with ``self._commands[command_id]``: an id
+    never submitted raises KeyError, where the store may do nothing or raise StoreError."""
+
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        command = self._commands[command_id]
+        if command.finished_at is None:
+            self._commands[command_id] = replace(command, finished_at=now, outcome=outcome)
 
 
 class ReleaseCompletes(Base):
@@ -897,6 +910,16 @@ class ReleaseReopens(Base):
         command = self._commands.get(command_id)
         if command is not None:
             self._commands[command_id] = replace(command, lease_until=None, finished_at=None)
+
+
+class ReleaseUnknownKeyError(Base):
+    """release_command() looks the command up with ``self._commands[command_id]``: an id
+    never submitted raises KeyError, where the store may do nothing or raise StoreError."""
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        command = self._commands[command_id]
+        if command.finished_at is None:
+            self._commands[command_id] = replace(command, lease_until=None)
 
 
 # -- prune -------------------------------------------------------------------------------------
@@ -1306,9 +1329,9 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "CLAIM-ORDER": (ClaimInsertionOrder,),
     "CLAIM-LIMIT": (ClaimLeasesBeyondLimit,),
     "COMPLETE-NEVER-RECLAIMED": (CompleteOnlyClearsLease,),
-    "COMPLETE-IDEMPOTENT": (CompleteRaisesWhenDone,),
+    "COMPLETE-IDEMPOTENT": (CompleteRaisesWhenDone, CompleteUnknownKeyError),
     "RELEASE-NOT-COMPLETE": (ReleaseCompletes,),
-    "RELEASE-FINISHED-NOOP": (ReleaseReopens,),
+    "RELEASE-FINISHED-NOOP": (ReleaseReopens, ReleaseUnknownKeyError),
     "PRUNE-TERMINAL-ONLY": (PruneAnyStatus,),
     "PRUNE-OLDEST-FIRST": (PruneNewestFirst, PruneByUpdatedAt),
     "PRUNE-HISTORY": (PruneKeepsHistory,),

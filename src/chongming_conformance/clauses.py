@@ -283,14 +283,16 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "A completed command (claimed or not) is never claimed again, even after its lease "
      "would have expired."),
     ("COMPLETE-IDEMPOTENT", _M, "§5 §10", _C,
-     "complete_command() of an already completed or unknown command_id does not raise and "
-     "changes nothing."),
+     "complete_command() of an already completed command does not raise and changes nothing "
+     "(the controller completes again after a reply it lost); of a command_id never "
+     "submitted it changes nothing, returning or raising StoreError (the kit accepts both)."),
     ("RELEASE-NOT-COMPLETE", _M, "§5", _C,
      "release_command() clears the lease without finishing: the command is claimable "
      "again at once."),
     ("RELEASE-FINISHED-NOOP", _M, "§5 §10", _C,
-     "release_command() of a completed or unknown command does not raise and does not "
-     "make it claimable."),
+     "release_command() of a completed command does not raise and does not make it "
+     "claimable; of a command_id never submitted it changes nothing, returning or raising "
+     "StoreError (the kit accepts both)."),
     ("XP-RELEASE-NO-STARVATION", _M, "§5", _X,
      "While other processes claim and release a command that is not theirs, its owner "
      "receives it within a bounded number of polls."),

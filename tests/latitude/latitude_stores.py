@@ -618,6 +618,34 @@ class RefusesLimitZeroValueError(RefusesLimitZero):
     refusal = ValueError
 
 
+class RaisesOnUnknownCommand(_Memory):
+    """``complete_command`` and ``release_command`` of a command id the store does not
+    hold (never submitted, or dropped with its pruned task) raise StoreError.
+
+    Freedom: the original says what both do to a command -- complete marks it finished,
+    never taken again; release hands back one that was taken ("交还一条已取走但无人认领的
+    指令", §2.4) -- and nothing about an id it never stored; the controller only completes
+    or releases commands it claimed. The guide, §10: "complete a `command_id` never
+    submitted: accepted either way: a no-op, or `StoreError`", and the same for release.
+    A finished command is still a silent no-op for both (COMPLETE-IDEMPOTENT,
+    RELEASE-FINISHED-NOOP), as in the reference store.
+    """
+
+    @_locked
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        if command_id not in self._commands:
+            raise StoreError(f"complete_command(): no command {command_id!r}")
+        super().complete_command(command_id, now=now, outcome=outcome)
+
+    @_locked
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        if command_id not in self._commands:
+            raise StoreError(f"release_command(): no command {command_id!r}")
+        super().release_command(command_id, now=now)
+
+
 #: Every store of this module by name (the test's parameter list is built from it).
 STORES: tuple[type[InMemoryTaskStore], ...] = (
     RefuseNonRisingSave,
@@ -638,4 +666,5 @@ STORES: tuple[type[InMemoryTaskStore], ...] = (
     ClaimNewestFirstList,
     RefusesLimitZero,
     RefusesLimitZeroValueError,
+    RaisesOnUnknownCommand,
 )

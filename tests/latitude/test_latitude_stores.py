@@ -301,6 +301,27 @@ def test_refuses_limit_zero(cls: type) -> None:
     )
 
 
+def test_raises_on_unknown_command_only() -> None:
+    store = lmem.RaisesOnUnknownCommand()
+    for call in (lambda: store.complete_command("never", now=at(0)),
+                 lambda: store.release_command("never", now=at(0))):
+        with pytest.raises(StoreError):
+            call()
+    store.submit_command(command("c"))
+    store.submit_command(command("d", created=1))
+    store.claim_commands(now=at(0), lease_seconds=1.0, limit=1)
+    store.release_command("c", now=at(0))  # taken, handed back
+    store.complete_command("c", now=at(1), outcome="stopped")
+    store.complete_command("c", now=at(2), outcome="again")  # finished: a silent no-op
+    store.release_command("c", now=at(2))
+    assert _cids(store.claim_commands(now=at(3), lease_seconds=1.0)) == ["d"]
+    store.create(snapshot("t", status=TaskStatus.SUCCEEDED))
+    store.submit_command(command("e", "t", created=2))
+    store.prune(keep_terminal=0)  # drops the task's commands: "e" is unknown now
+    with pytest.raises(StoreError):
+        store.complete_command("e", now=at(4))
+
+
 # -- a query in several transactions ----------------------------------------------------------
 
 QUERIES = (
