@@ -1227,7 +1227,8 @@ _SHORT_COLUMN = 200
 
 
 class ShortIdColumns(Base):
-    """Ids and tags live in VARCHAR(200) columns: a 255-character id is refused."""
+    """Ids and tags live in VARCHAR(200) columns: a 255-character id is refused (with
+    StoreError: no corruption, so LENGTH-IDS holds; only the SHOULD on capacity fails)."""
 
     def _check(self, *values: str | None) -> None:
         for value in values:
@@ -1241,6 +1242,44 @@ class ShortIdColumns(Base):
     def submit_command(self, command: Command) -> None:
         self._check(command.command_id, command.task_id, command.issued_by)
         super().submit_command(command)
+
+
+def _cut(value: str | None) -> str | None:
+    return None if value is None else value[:_SHORT_COLUMN]
+
+
+class TruncatedIds(Base):
+    """Ids, tags, run ids, lease owners and issuers are cut to what a VARCHAR(200) column
+    keeps, silently (MySQL outside strict mode): a 255-character id is stored as another,
+    which a read by the id sent never finds."""
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(replace(
+            snapshot, task_id=snapshot.task_id[:_SHORT_COLUMN],
+            pipeline_run_id=_cut(snapshot.pipeline_run_id),
+            tags=frozenset(t[:_SHORT_COLUMN] for t in snapshot.tags),
+            lease_owner=_cut(snapshot.lease_owner)))
+
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=_cut(lease_owner), lease_until=lease_until)
+
+    def append(self, transition: Transition) -> None:
+        super().append(replace(transition, task_id=transition.task_id[:_SHORT_COLUMN]))
+
+    def submit_command(self, command: Command) -> None:
+        super().submit_command(replace(
+            command, command_id=command.command_id[:_SHORT_COLUMN],
+            task_id=command.task_id[:_SHORT_COLUMN],
+            issued_by=command.issued_by[:_SHORT_COLUMN]))
 
 
 class TruncatedText(Base):
@@ -1341,7 +1380,8 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),
     "TIME-INSTANT-ORDER": (SortsByWallClockText, LeaseExpiryByWallClock),
     "COMMAND-ROUNDTRIP": (CommandDropsIssuedBy, CommandIdPadSpace),
-    "LENGTH-IDS": (ShortIdColumns,),
+    "LENGTH-IDS": (TruncatedIds,),
+    "LENGTH-IDS-CAPACITY": (ShortIdColumns,),
     "LENGTH-TEXT": (TruncatedText,),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
     "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.6"
+CATALOGUE_VERSION = "1.7"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 
@@ -325,9 +325,15 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
     ("TIME-INSTANT-ORDER", _M, "§7", _C,
      "Ordering and lease comparisons follow the instant, not the wall-clock text, when "
      "offsets differ."),
-    ("LENGTH-IDS", _M, "§7", _C,
+    ("LENGTH-IDS", _M, "§7 §10", _C,
+     "task_id, command_id, pipeline_run_id, every tag, lease_owner and issued_by are never "
+     "truncated or corrupted: one of up to 255 characters (4-byte ones included) is stored, "
+     "returned and matched exactly, or refused with StoreError leaving nothing behind; the "
+     "controller's 32-character task and command ids are stored."),
+    ("LENGTH-IDS-CAPACITY", _S, "§7 §10", _C,
      "task_id, command_id, pipeline_run_id, every tag, lease_owner and issued_by of up to 255 "
-     "characters (4-byte ones included) are stored, returned and matched exactly."),
+     "characters (4-byte ones included) are accepted, not refused (a SHOULD: the original "
+     "guide names no length)."),
     ("LENGTH-TEXT", _M, "§7", _C,
      "A name of up to 1,024 characters and free text (progress message, failure type, message "
      "and detail, transition reason, command outcome) of up to 8,192 characters, 4-byte ones "

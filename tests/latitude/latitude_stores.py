@@ -583,6 +583,79 @@ class ClaimNewestFirstList(_Memory):
 # length, a limit of 0, an unknown command id) and failed these correct stores on them; the
 # guide, §10, now accepts either answer, and no generated check sends them.
 
+#: The longest id :class:`RefusesLongIds` takes: a VARCHAR(64) key column, twice the
+#: 32 characters of the ids the controller makes.
+MAX_ID_LENGTH = 64
+
+
+class RefusesLongIds(_Memory):
+    """Refuses, with StoreError, a task id, command id, run id, tag, lease owner or issuer
+    longer than 64 characters -- a VARCHAR(64) column in strict mode -- and never truncates
+    one.
+
+    Freedom: the original names no length anywhere; what it asks is a faithful round trip
+    (§4, "往返必须保真"), and a refusal keeps it: nothing is stored, so nothing comes back
+    altered. The controller's task and command ids are ``uuid4().hex``, 32 characters,
+    which this store takes. The guide, §7 and §10: an id is "stored exactly or refused with
+    `StoreError`" (LENGTH-IDS); holding 255 characters is a SHOULD (LENGTH-IDS-CAPACITY),
+    which this store does not follow.
+    """
+
+    @staticmethod
+    def _check(call: str, **values: str | None) -> None:
+        for field_name, value in values.items():
+            if value is not None and len(value) > MAX_ID_LENGTH:
+                raise StoreError(
+                    f"{call}(): {field_name} of {len(value)} characters is longer than the "
+                    f"{MAX_ID_LENGTH} this store holds"
+                )
+
+    def _check_task(self, call: str, snapshot: TaskSnapshot) -> None:
+        tags = {f"tag {i}": tag for i, tag in enumerate(sorted(snapshot.tags))}
+        self._check(call, task_id=snapshot.task_id, pipeline_run_id=snapshot.pipeline_run_id,
+                    lease_owner=snapshot.lease_owner, **tags)
+
+    @_locked
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._check_task("create", snapshot)
+        super().create(snapshot)
+
+    @_locked
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self._tasks.get(snapshot.task_id)
+        if current is not None and current.status_version == expect_version:
+            # Only a save that writes meets the column (an UPDATE matching no row stores
+            # nothing); the lease is not written by save.
+            self._check_task("save", replace(snapshot, lease_owner=None))
+        super().save(snapshot, expect_version=expect_version)
+
+    @_locked
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        if task_id in self._tasks:  # a touch of a missing task writes nothing
+            self._check("touch", lease_owner=lease_owner)
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=lease_owner, lease_until=lease_until)
+
+    @_locked
+    def append(self, transition: Transition) -> None:
+        self._check("append", task_id=transition.task_id)
+        super().append(transition)
+
+    @_locked
+    def submit_command(self, command: Command) -> None:
+        self._check("submit_command", command_id=command.command_id, task_id=command.task_id,
+                    issued_by=command.issued_by)
+        super().submit_command(command)
+
+
 class RefusesLimitZero(_Memory):
     """Refuses ``query`` and ``claim_commands`` with a limit below 1 (``limit=0``),
     raising ``refusal``: StoreError here, ValueError in its ``...ValueError`` twin.
@@ -664,6 +737,7 @@ STORES: tuple[type[InMemoryTaskStore], ...] = (
     ConflictWithoutActual,
     KeywordsAlsoPositional,
     ClaimNewestFirstList,
+    RefusesLongIds,
     RefusesLimitZero,
     RefusesLimitZeroValueError,
     RaisesOnUnknownCommand,

@@ -285,6 +285,37 @@ def test_claim_returns_the_oldest_newest_first() -> None:
 # -- inputs the original leaves open (issue 33) -------------------------------------------------
 
 
+def test_refuses_long_ids_and_never_truncates() -> None:
+    store = lmem.RefusesLongIds()
+    ok, long = "x" * lmem.MAX_ID_LENGTH, "x" * (lmem.MAX_ID_LENGTH + 1)
+    controller_id = "0123456789abcdef0123456789abcdef"  # uuid4().hex: 32 characters
+    for refused in (snapshot(long), snapshot("t", tags=frozenset({long})),
+                    snapshot("t", pipeline_run_id=long), snapshot("t", lease_owner=long)):
+        with pytest.raises(StoreError):
+            store.create(refused)
+        assert store.query() == [], "a refused create stores nothing"
+    for taken in (snapshot(ok), snapshot(controller_id, tags=frozenset({ok}),
+                                         pipeline_run_id=ok, lease_owner=ok)):
+        store.create(taken)
+        assert store.get(taken.task_id) == taken
+    with pytest.raises(StoreError):
+        store.touch(ok, lease_owner=long, lease_until=at(1))
+    assert store.get(ok) == snapshot(ok), "a refused touch changes nothing"
+    store.touch("missing", lease_owner=long)  # a touch of a missing task writes nothing
+    with pytest.raises(StoreError):
+        store.save(snapshot(ok, version=2, tags=frozenset({long})), expect_version=1)
+    with pytest.raises(ConcurrencyConflict):  # the specified conflict comes first
+        store.save(snapshot(ok, version=3, tags=frozenset({long})), expect_version=7)
+    with pytest.raises(StoreError):
+        store.append(transition(long, 1))
+    for refused_command in (command(long, ok), command("c", long),
+                            command("c", ok, issued_by=long)):
+        with pytest.raises(StoreError):
+            store.submit_command(refused_command)
+    store.submit_command(command(controller_id, controller_id, issued_by=ok))
+    assert _cids(store.claim_commands(now=at(0), lease_seconds=1.0)) == [controller_id]
+
+
 @pytest.mark.parametrize("cls", _twins(lmem.RefusesLimitZero), ids=lambda c: c.__name__)
 def test_refuses_limit_zero(cls: type) -> None:
     store = cls()

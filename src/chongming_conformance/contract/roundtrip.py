@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC
 
 from ..blame import snapshot_culprit
 from ..clauses import checks
+from ..errors import StoreError
 from ..model import (
+    Command,
     Failure,
     Progress,
+    TaskSnapshot,
     TaskStatus,
     Transition,
 )
@@ -26,9 +31,37 @@ from ..samples import (
     snapshot,
     transition,
 )
-from ._base import LEASE, ContractBase, _diff, expect_on
+from ._base import LEASE, ContractBase, _diff, _ids, expect_on
 
 __all__ = ["RoundTripContract"]
+
+#: Ids as the controller makes them (``uuid.uuid4().hex``: 32 hex digits). The original
+#: guide names no length, so a store may refuse a long id -- but not these, or the
+#: controller cannot submit a task or a stop request at all (LENGTH-IDS).
+_CONTROLLER_TASK_ID = "3f2c8e41a9b04d7e8c6a1b5d0e9f7a24"
+_CONTROLLER_COMMAND_ID = "b71d04e9c3a2468f9e5d1c0a8b6f3e52"
+
+
+def _taken(what: str, call: Callable[[], object]) -> bool:
+    """Make a write of a long value: True if the store took it, False if it refused it with
+    StoreError. Any other exception fails LENGTH-IDS: a value a store cannot hold is refused
+    as the guide refuses everything else, with StoreError, never a driver or Python error."""
+    try:
+        call()
+    except StoreError:
+        return False
+    except Exception as exc:
+        raise AssertionError(
+            f"{what} raised {type(exc).__name__}: {exc}; a value a store cannot hold is "
+            "refused with StoreError"
+        ) from exc
+    return True
+
+
+def _taken_or_fail(what: str, call: Callable[[], object]) -> None:
+    """A write the store must take whatever lengths it refuses (the controller's own ids)."""
+    if not _taken(what, call):
+        raise AssertionError(f"{what} was refused: the controller makes ids of this length")
 
 
 class RoundTripContract(ContractBase):
@@ -100,46 +133,139 @@ class RoundTripContract(ContractBase):
     # lengths (docs/backend-guide.md §7)
     # ========================================================================================
     @checks("LENGTH-IDS")
-    def test_length_ids__255_characters_everywhere(self) -> None:
+    def test_length_ids__exact_or_refused_never_truncated(self) -> None:
         """Ids, tags, run ids, lease owners and issuers of ID_LENGTH characters (every UTF-8
-        width, 4-byte included), in pairs that differ only in their last character: a column
-        too short refuses them or, truncating, makes the two one.
+        width, 4-byte included), in pairs that differ only in their last character: each
+        write is either taken -- and then read back, matched and told apart exactly -- or
+        refused with StoreError and leaves nothing behind. A column that truncates makes the
+        two one, or stores a value nobody asked for.
 
-        Every kind of write is first made with short values, as a precondition blamed on its
-        own clause, so only the length can fail here.
+        Refusing is allowed because the original guide names no length (§10); the ids the
+        controller makes, 32 hex characters, must be taken. Whether a store takes the long
+        values is LENGTH-IDS-CAPACITY (a SHOULD, its own test). Every kind of write is first
+        made with short values, as a precondition blamed on its own clause, so only the
+        length can fail here.
         """
         self._given(snapshot("short", tags=frozenset({"s"}), pipeline_run_id="r"))
         self._given_touched("short", lease_owner="o", lease_until=at(60))
-        ids = {k: long_text(ID_LENGTH, tail=k) for k in ("A", "B")}
-        tags = {k: long_text(ID_LENGTH, tail=f"tag{k}") for k in ("A", "B")}
-        runs = {k: long_text(ID_LENGTH, tail=f"run{k}") for k in ("A", "B")}
-        for n, k in enumerate(("A", "B")):
-            self.store.create(snapshot(ids[k], created=n, tags=frozenset({tags[k]}),
-                                       pipeline_run_id=runs[k]))
-        for k in ("A", "B"):
-            got = self._get(ids[k])
-            assert (got.task_id, got.tags, got.pipeline_run_id) == (
-                ids[k], frozenset({tags[k]}), runs[k]), f"task {k} changed on its way back"
-            self._assert_query([ids[k]], f"a {ID_LENGTH}-character tag matches only itself",
-                               tag=tags[k])
-            self._assert_query([ids[k]], f"a {ID_LENGTH}-character run id matches only itself",
-                               pipeline_run_id=runs[k])
-        owner = long_text(ID_LENGTH, tail="owner")
-        self.store.touch(ids["A"], lease_owner=owner, lease_until=at(60))
-        assert self._get(ids["A"]).lease_owner == owner, "a long lease_owner changed"
-        self.store.append(transition(ids["A"], 1))
-        assert [t.task_id for t in self.store.history(ids["A"])] == [ids["A"]]
         self._given_command(command("c-short", "short"))
-        sent = [replace(command(long_text(ID_LENGTH, tail=f"cmd{k}"), ids[k], created=n),
-                        issued_by=long_text(ID_LENGTH, tail=f"by{k}"))
-                for n, k in enumerate(("A", "B"))]
-        for c in sent:
-            self.store.submit_command(c)
-        got_cmds = [c for c in self._claim(now=at(10), lease_seconds=LEASE)
+        controller_task = snapshot(_CONTROLLER_TASK_ID, created=1)
+        _taken_or_fail("create() of a task with the controller's 32-character id",
+                       functools.partial(self.store.create, controller_task))
+        # Tasks: a long task id, a long tag, a long run id, each on a task of its own, each
+        # created at its own instant (no tie for query() to lose: QUERY-TIES-COMPLETE's).
+        ids = {k: long_text(ID_LENGTH, tail=k) for k in ("A", "B")}
+        tasks: dict[str, TaskSnapshot] = {}
+        for n, k in enumerate(("A", "B")):
+            tasks[f"task id {k}"] = snapshot(ids[k], created=2 + 3 * n)
+            tasks[f"tag {k}"] = snapshot(f"tag-{k}", created=3 + 3 * n, tags=frozenset(
+                {long_text(ID_LENGTH, tail=f"tag{k}")}))
+            tasks[f"run id {k}"] = snapshot(f"run-{k}", created=4 + 3 * n,
+                                            pipeline_run_id=long_text(ID_LENGTH, tail=f"run{k}"))
+        kept = {what: t for what, t in tasks.items() if _taken(
+            f"create() of a task with a {ID_LENGTH}-character {what[:-2]}",
+            functools.partial(self.store.create, t))}
+        stored = sorted(_ids(self._all_tasks()))
+        want = sorted({"short", controller_task.task_id, *(t.task_id for t in kept.values())})
+        assert stored == want, (
+            f"after creating tasks with {ID_LENGTH}-character values (taken: {sorted(kept)}; "
+            f"refused: {sorted(set(tasks) - set(kept))}), query() holds {len(stored)} task "
+            f"id(s), expected {len(want)}: an id was truncated, or a refused create left a row"
+        )
+        for what, t in (*kept.items(), ("controller's id", controller_task)):
+            got = self.store.get(t.task_id)
+            assert got == t, f"the task made for {what!r} changed on its way back: {_diff(t, got)}"
+            for tag in t.tags:
+                self._assert_query([t.task_id], f"a {ID_LENGTH}-character tag matches only "
+                                   "itself", tag=tag)
+            if t.pipeline_run_id is not None:
+                self._assert_query([t.task_id], f"a {ID_LENGTH}-character run id matches only "
+                                   "itself", pipeline_run_id=t.pipeline_run_id)
+        # A long lease owner, written by touch() on the short task.
+        for n, k in enumerate(("A", "B")):
+            owner, until = long_text(ID_LENGTH, tail=f"owner{k}"), at(70 + n)
+            before = self._present("short")
+            touched = _taken(f"touch() with a {ID_LENGTH}-character lease_owner",
+                             functools.partial(self.store.touch, "short", lease_owner=owner,
+                                               lease_until=until))
+            after = self._present("short")
+            if touched:
+                assert (after.lease_owner, after.lease_until) == (owner, until), (
+                    f"a {ID_LENGTH}-character lease_owner changed on its way back")
+            else:
+                assert after == before, (
+                    f"a refused touch() changed the task: {_diff(before, after)}")
+        # History of the long task ids the store took (never of a task it refused: history for
+        # a task that does not exist is left open).
+        for k in ("A", "B"):
+            if f"task id {k}" not in kept:
+                continue
+            row = transition(ids[k], 1)
+            if _taken(f"append() for a {ID_LENGTH}-character task id",
+                      functools.partial(self.store.append, row)):
+                self._assert_history(ids[k], [row], f"history of a {ID_LENGTH}-character task id")
+            else:
+                assert list(self.store.history(ids[k])) == [], "a refused append() left a row"
+        # Commands: a long command id, a long task id, a long issuer, each on its own command
+        # and at its own instant.
+        sent: dict[str, Command] = {}
+        for n, k in enumerate(("A", "B")):
+            sent[f"command id {k}"] = command(long_text(ID_LENGTH, tail=f"cmd{k}"), "short",
+                                              created=2 + 3 * n)
+            sent[f"task id {k}"] = command(f"c-for-{k}", ids[k], created=3 + 3 * n)
+            sent[f"issued_by {k}"] = replace(command(f"c-by-{k}", "short", created=4 + 3 * n),
+                                             issued_by=long_text(ID_LENGTH, tail=f"by{k}"))
+        controller_command = command(_CONTROLLER_COMMAND_ID, _CONTROLLER_TASK_ID, created=1)
+        _taken_or_fail("submit_command() of a command with the controller's 32-character ids",
+                       functools.partial(self.store.submit_command, controller_command))
+        taken = [controller_command, *(c for what, c in sent.items() if _taken(
+            f"submit_command() of a command with a {ID_LENGTH}-character {what[:-2]}",
+            functools.partial(self.store.submit_command, c)))]
+        got_cmds = [c for c in self._claim(now=at(10), lease_seconds=LEASE, limit=1000)
                     if c.command_id != "c-short"]
         pairs = sorted((c.command_id, c.task_id, c.issued_by) for c in got_cmds)
-        assert pairs == sorted((c.command_id, c.task_id, c.issued_by) for c in sent), (
-            "long command ids or issuers changed on their way back")
+        assert pairs == sorted((c.command_id, c.task_id, c.issued_by) for c in taken), (
+            f"the commands taken ({len(taken)}) did not come back as sent ({len(got_cmds)} "
+            "claimed): a long command id, task id or issuer changed, or a refused submit left "
+            "a command"
+        )
+
+    @checks("LENGTH-IDS-CAPACITY")
+    def test_length_ids_capacity__255_characters_taken(self) -> None:
+        """Every kind of write of an ID_LENGTH-character id, tag, run id, lease owner and
+        issuer (every UTF-8 width) is taken, not refused with StoreError.
+
+        Only the refusal is this clause's: whether the values come back exactly is LENGTH-IDS
+        (a MUST, its own test). One value per field, so a store that truncates (and would
+        then refuse the second of a pair as a duplicate) is LENGTH-IDS's failure, not this.
+        """
+        self._given(snapshot("short"))
+        task_id = long_text(ID_LENGTH, tail="A")
+        refused: list[str] = []
+
+        def write(what: str, call: Callable[[], object]) -> bool:
+            try:
+                call()
+            except StoreError as exc:
+                refused.append(f"{what}: {type(exc).__name__}: {exc}")
+                return False
+            return True
+
+        created = write("create() with a long task id, tag and run id", lambda: self.store.create(
+            snapshot(task_id, tags=frozenset({long_text(ID_LENGTH, tail="tag")}),
+                     pipeline_run_id=long_text(ID_LENGTH, tail="run"))))
+        write("touch() with a long lease_owner", lambda: self.store.touch(
+            "short", lease_owner=long_text(ID_LENGTH, tail="owner"), lease_until=at(60)))
+        if created:  # history for a task that does not exist is left open
+            write("append() for a long task id", lambda: self.store.append(transition(task_id, 1)))
+        write("submit_command() with a long command id, task id and issuer",
+              lambda: self.store.submit_command(replace(
+                  command(long_text(ID_LENGTH, tail="cmd"), task_id),
+                  issued_by=long_text(ID_LENGTH, tail="by"))))
+        assert not refused, (
+            f"{ID_LENGTH}-character values refused (a SHOULD: the guide asks for {ID_LENGTH}, "
+            "the original names no length): " + "; ".join(refused)
+        )
 
     @checks("LENGTH-TEXT")
     def test_length_text__long_names_and_messages(self) -> None:
