@@ -9,7 +9,11 @@ counts are the run's, every time) and requires every case to occur.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,16 +22,10 @@ from chongming_conformance.hypothesis_profiles import load_profile
 from chongming_conformance.model import TaskQuery, TaskStatus
 from chongming_conformance.properties import StoreProperties
 from chongming_conformance.samples import snapshot
-from chongming_conformance.stateful import StoreStateMachineTests
 from reference_stores.memory import InMemoryTaskStore
 
 
 class MemoryProperties(StoreProperties):
-    def make_store(self) -> InMemoryTaskStore:
-        return InMemoryTaskStore()
-
-
-class MemoryMachine(StoreStateMachineTests):
     def make_store(self) -> InMemoryTaskStore:
         return InMemoryTaskStore()
 
@@ -40,11 +38,44 @@ def _ci_profile() -> Iterator[None]:
     take_counts()
 
 
+#: The state machine's derandomized draws depend on which kit modules the interpreter has
+#: imported before it (importing ``chongming_conformance.contract`` first changes them; the
+#: cause is not yet found), so in a pytest process its counts depend on test order. It is
+#: counted in a fresh interpreter that imports only what it needs: the same run every time.
+_MACHINE_COUNTS = """
+import json
+from chongming_conformance.cases import take_counts
+from chongming_conformance.hypothesis_profiles import load_profile
+from chongming_conformance.stateful import StoreStateMachineTests
+from reference_stores.memory import InMemoryTaskStore
+
+class Machine(StoreStateMachineTests):
+    def make_store(self):
+        return InMemoryTaskStore()
+
+load_profile("ci")
+take_counts()
+Machine().test_state_machine()
+print(json.dumps(take_counts().get("test_state_machine", {})))
+"""
+
+
+def _machine_counts() -> dict[str, int]:
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", _MACHINE_COUNTS], cwd=root, text=True,
+                          capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts: dict[str, int] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return counts
+
+
 @pytest.mark.parametrize("check", sorted(TARGETED))
 def test_every_targeted_case_occurs_at_the_ci_profile(check: str) -> None:
-    runner = MemoryMachine() if check == "test_state_machine" else MemoryProperties()
-    getattr(runner, check)()
-    counts = take_counts().get(check, {})
+    if check == "test_state_machine":
+        counts = _machine_counts()
+    else:
+        getattr(MemoryProperties(), check)()
+        counts = take_counts().get(check, {})
     assert counts.get(EXAMPLES, 0) >= 50, counts
     missing = [case for case in TARGETED[check] if not counts.get(case)]
     assert not missing, f"{check} never met {missing}; it met {counts}"
