@@ -25,6 +25,13 @@ difference appears. The probe decides:
   difference.
 
 Never FAIL by guesswork, never PASS beside the failure.
+
+A probe carries no structure of its own that a store could trip on: every command goes to
+a task of its own (a store keeping one command per task, replacing or refusing a second,
+would otherwise "confirm" an ordering bug it does not have), every task and command has a
+fresh id of the controller's own shape (32 hex characters, which LENGTH-IDS requires a
+store to take), and the only datetimes are the ones under suspicion or modest ones before
+2038 (a store refusing later ones would otherwise leave every probe unable to run).
 """
 
 from __future__ import annotations
@@ -70,8 +77,7 @@ Probe = Callable[[TaskStore], bool]
 _CONFIRMER: ContextVar[Callable[[Probe], bool] | None] = ContextVar(
     "chongming_confirmer", default=None
 )
-_FAR_FUTURE = datetime(2199, 1, 1, tzinfo=UTC)
-_ids = itertools.count()
+_ids = itertools.count(1)
 
 
 @contextlib.contextmanager
@@ -115,8 +121,17 @@ def decide(probe: Probe, suspect: str, otherwise: str) -> str:
     return suspect if verdict else otherwise
 
 
-def _fresh_id(prefix: str) -> str:
-    return f"chongming-probe-{prefix}-{next(_ids)}"
+def _fresh_id() -> str:
+    """A task or command id never used before in this process, shaped like the ids the
+    controller makes (``uuid4().hex``: 32 lowercase hex characters), so no store that
+    takes the controller's ids can refuse it."""
+    return f"{next(_ids):032x}"
+
+
+def _command(at: datetime) -> Command:
+    """A fresh, unleased command for a fresh task of its own: no probe relies on two
+    commands sharing a task (a store may keep one command per task)."""
+    return Command(_fresh_id(), _fresh_id(), CommandKind.STOP, "kit", at)
 
 
 def _times(record: object) -> dict[str, object]:
@@ -130,7 +145,7 @@ def _others(record: object, skip: Sequence[str]) -> dict[str, object]:
 
 
 def _created(store: TaskStore, snapshot: TaskSnapshot) -> TaskSnapshot | None:
-    probe = replace(snapshot, task_id=_fresh_id("task"))
+    probe = replace(snapshot, task_id=_fresh_id())
     store.create(probe)
     got = store.get(probe.task_id)
     return None if got is None else replace(got, task_id=snapshot.task_id)
@@ -161,7 +176,7 @@ def transition_times_change(transition: Transition) -> Probe:
     """append + history of ``transition`` (for a task created first): is ``at`` moved?"""
 
     def probe(store: TaskStore) -> bool:
-        task_id = _fresh_id("history")
+        task_id = _fresh_id()
         at = transition.at
         store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at))
         store.append(replace(transition, task_id=task_id))
@@ -175,10 +190,13 @@ def command_times_change(command: Command) -> Probe:
     """submit + claim of ``command``: does ``created_at`` (or the lease) come back moved?"""
 
     def probe(store: TaskStore) -> bool:
-        sent = replace(command, command_id=_fresh_id("command"), lease_until=None,
-                       finished_at=None)
+        # The record under suspicion, for a task of its own, claimed at its own creation
+        # time: no date the store was not already given.
+        sent = replace(command, command_id=_fresh_id(), task_id=_fresh_id(),
+                       lease_until=None, finished_at=None)
         store.submit_command(sent)
-        got = [c for c in store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=10)
+        got = [c for c in store.claim_commands(now=sent.created_at, lease_seconds=1.0,
+                                               limit=10)
                if c.command_id == sent.command_id]
         return len(got) == 1 and got[0].created_at != sent.created_at
 
@@ -198,8 +216,8 @@ def query_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
         # can pass for the wall-clock order. Read back by id: a store that mangles the
         # times themselves returns other values, and the order of the ids is the question.
         sent: dict[str, datetime] = {}
-        for i, at in enumerate(sorted(created, key=_wall, reverse=True)):
-            task_id = _fresh_id(f"order{i}")
+        for at in sorted(created, key=_wall, reverse=True):
+            task_id = _fresh_id()
             sent[task_id] = at
             store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at))
         got = [sent[t.task_id] for t in store.query() if t.task_id in sent]
@@ -215,12 +233,16 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
     where that is not the instant-oldest?"""
 
     def probe(store: TaskStore) -> bool:
+        # One command per task, each task fresh: a store keeping one command per task
+        # (replacing or refusing a second) would otherwise be left with only the last one
+        # written -- the wall-clock oldest -- and "confirm" an order it never applied.
         sent: dict[str, datetime] = {}
-        for i, at in enumerate(sorted(created, key=_wall, reverse=True)):  # see the query's
-            command_id = _fresh_id(f"claim{i}")
-            sent[command_id] = at
-            store.submit_command(Command(command_id, "probe", CommandKind.STOP, "kit", at))
-        got = list(store.claim_commands(now=_FAR_FUTURE, lease_seconds=1.0, limit=1))
+        for at in sorted(created, key=_wall, reverse=True):  # see the query's
+            sent_command = _command(at)
+            sent[sent_command.command_id] = at
+            store.submit_command(sent_command)
+        now = max(created, key=lambda t: t.astimezone(UTC))  # no date it was not given
+        got = list(store.claim_commands(now=now, lease_seconds=1.0, limit=1))
         if len(got) != 1 or got[0].command_id not in sent:
             return False
         taken = sent[got[0].command_id]  # what was submitted, whatever came back
@@ -242,9 +264,7 @@ def claim_leases_beyond_limit() -> Probe:
 
     def probe(store: TaskStore) -> bool:
         at = datetime(2001, 1, 1, tzinfo=UTC)
-        first = Command(_fresh_id("limit-first"), "probe", CommandKind.STOP, "kit", at)
-        second = Command(_fresh_id("limit-second"), "probe", CommandKind.STOP, "kit",
-                         at + timedelta(seconds=1))
+        first, second = _command(at), _command(at + timedelta(seconds=1))
         store.submit_command(first)
         store.submit_command(second)
         now = datetime(2031, 1, 1, tzinfo=UTC)
@@ -276,7 +296,7 @@ def release_reopens_finished() -> Probe:
                                        limit=10)
             return sent.command_id in [c.command_id for c in got]
 
-        sent = Command(_fresh_id("release-finished"), "probe", CommandKind.STOP, "kit", at)
+        sent = _command(at)
         store.submit_command(sent)
         store.complete_command(sent.command_id, now=at, outcome="probe")
         if taken(0):
@@ -300,7 +320,7 @@ def _lease_probe(after: float) -> Probe:
                                        limit=10)
             return sent.command_id in [c.command_id for c in got]
 
-        sent = Command(_fresh_id("lease"), "probe", CommandKind.STOP, "kit", at)
+        sent = _command(at)
         store.submit_command(sent)
         if not taken(0) or taken(0.5):
             return False
@@ -327,7 +347,7 @@ def limit_before_filter() -> Probe:
 
     def probe(store: TaskStore) -> bool:
         at = datetime(2031, 1, 1, tzinfo=UTC)
-        first, second = _fresh_id("limit-a"), _fresh_id("limit-b")
+        first, second = _fresh_id(), _fresh_id()
         store.create(TaskSnapshot(first, "chongming-probe-x", TaskStatus.PENDING, 0, at, at))
         later = at + timedelta(seconds=1)
         store.create(TaskSnapshot(second, "chongming-probe-y", TaskStatus.PENDING, 0,
@@ -346,12 +366,12 @@ def ties_dropped() -> Probe:
     the two apart (a store that keeps ties here is blamed on the filter instead)."""
 
     def probe(store: TaskStore) -> bool:
-        name = _fresh_id("chongming-probe-tie")
+        name = f"chongming-probe-tie-{_fresh_id()}"
         at = datetime(2031, 1, 1, tzinfo=UTC)
         tied = at + timedelta(seconds=1)
-        first = _fresh_id("tie-first")
+        first = _fresh_id()
         store.create(TaskSnapshot(first, name, TaskStatus.PENDING, 0, at, at))
-        ids = {_fresh_id(f"tie{i}") for i in range(3)}
+        ids = {_fresh_id() for _ in range(3)}
         for task_id in sorted(ids):
             store.create(TaskSnapshot(task_id, name, TaskStatus.PENDING, 0, tied, tied))
         everything = [t.task_id for t in store.query(TaskQuery(name=name))]
@@ -369,8 +389,7 @@ def lease_from_wall_clock() -> Probe:
     def probe(store: TaskStore) -> bool:
         zone = timezone(timedelta(hours=5, minutes=45))
         now = datetime(2031, 1, 1, 12, tzinfo=UTC).astimezone(zone)
-        sent = Command(_fresh_id("wall"), "probe", CommandKind.STOP, "kit",
-                       now - timedelta(hours=1))
+        sent = _command(now - timedelta(hours=1))
         store.submit_command(sent)
         got = [c for c in store.claim_commands(now=now, lease_seconds=1.5, limit=10)
                if c.command_id == sent.command_id]
