@@ -1311,6 +1311,74 @@ class PruneWithParameterList(Base):
         return super().prune(keep_terminal=keep_terminal)
 
 
+# -- falsy filters and ids matched as patterns (issue 33) ----------------------------------
+class _FilterTestedByTruthiness(Base):
+    """``if q.<field>:`` decides whether to filter, so the empty string means "no filter"."""
+
+    FIELD = ""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if not getattr(q, self.FIELD):
+            q = replace(q, **{self.FIELD: None})
+        return super().query(q)
+
+
+class PipelineTestedByTruthiness(_FilterTestedByTruthiness):
+    """``if q.pipeline_run_id: sql += " AND pipeline_run_id = ?"``: the run id "" is no filter."""
+
+    FIELD = "pipeline_run_id"
+
+
+class NameTestedByTruthiness(_FilterTestedByTruthiness):
+    """``if q.name:``: the name "" is no filter."""
+
+    FIELD = "name"
+
+
+class TagTestedByTruthiness(_FilterTestedByTruthiness):
+    """``if q.tag:``: the tag "" is no filter."""
+
+    FIELD = "tag"
+
+
+def _like(pattern: str, text: str) -> bool:
+    """SQL ``text LIKE pattern`` under a case-insensitive collation, no ESCAPE clause."""
+    regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, text, re.IGNORECASE | re.DOTALL) is not None
+
+
+def _doomed(store: InMemoryTaskStore, keep_terminal: int) -> list[str]:
+    """The ids the in-memory prune is about to drop (its own rule, oldest terminal first)."""
+    terminal = sorted((t for t in store._tasks.values() if t.status.is_terminal),
+                      key=lambda t: (t.created_at, t.task_id))
+    return [t.task_id for t in terminal[: max(len(terminal) - keep_terminal, 0)]]
+
+
+class PruneHistoryByPattern(Base):
+    """prune() clears history with ``DELETE FROM history WHERE task_id LIKE ?``, binding each
+    pruned id: its '_' and '%' match other ids, and the collation folds case."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        doomed = _doomed(self, keep_terminal)
+        dropped = super().prune(keep_terminal=keep_terminal)
+        for task_id in list(self._history):
+            if any(_like(d, task_id) for d in doomed):
+                del self._history[task_id]
+        return dropped
+
+
+class PruneCommandsByPattern(Base):
+    """prune() drops commands with ``WHERE task_id LIKE ?`` per pruned id."""
+
+    def prune(self, *, keep_terminal: int) -> int:
+        doomed = _doomed(self, keep_terminal)
+        dropped = super().prune(keep_terminal=keep_terminal)
+        self._commands = {k: c for k, c in self._commands.items()
+                          if not any(_like(d, c.task_id) for d in doomed)}
+        return dropped
+
+
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
     "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
@@ -1330,7 +1398,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "QUERY-STATUSES": (QueryIgnoresStatuses,),
     "QUERY-NAME-EXACT": (
         QueryNameCaseInsensitive, NameMatchedAsEscapedText, NamePadSpace, NameCaseFolded,
-        NameNormalised,
+        NameNormalised, NameTestedByTruthiness,
     ),
     "QUERY-NAME-PREFIX-LITERAL": (
         QueryPrefixIsLike, PrefixMatchedAsEscapedText, PrefixPadSpace, PrefixCaseFolded,
@@ -1338,10 +1406,12 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     ),
     "QUERY-TAG-EXACT": (
         QueryTagSubstring, TagMatchedAsEscapedJson, TagPadSpace, TagCaseFolded, TagNormalised,
-        JsonPathTag,
+        JsonPathTag, TagTestedByTruthiness,
     ),
     "QUERY-BUCKETS": (QueryBucketZeroIsNone,),
-    "QUERY-PIPELINE": (QueryPipelinePrefix, PipelinePadSpace, PipelineCaseFolded),
+    "QUERY-PIPELINE": (
+        QueryPipelinePrefix, PipelinePadSpace, PipelineCaseFolded, PipelineTestedByTruthiness,
+    ),
     "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone, LimitBeforeFilter),
     "QUERY-FILTERS-COMBINE": (QueryFiltersOred,),
     "QUERY-EMPTY-SET-MATCHES-NOTHING": (QueryEmptySetIsNoFilter,),
@@ -1373,8 +1443,8 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "RELEASE-FINISHED-NOOP": (ReleaseReopens, ReleaseUnknownKeyError),
     "PRUNE-TERMINAL-ONLY": (PruneAnyStatus,),
     "PRUNE-OLDEST-FIRST": (PruneNewestFirst, PruneByUpdatedAt),
-    "PRUNE-HISTORY": (PruneKeepsHistory,),
-    "PRUNE-COMMANDS": (PruneKeepsCommands,),
+    "PRUNE-HISTORY": (PruneKeepsHistory, PruneHistoryByPattern),
+    "PRUNE-COMMANDS": (PruneKeepsCommands, PruneCommandsByPattern),
     "PRUNE-LARGE": (PruneWithParameterList,),
     "SNAPSHOT-FULL-ROUNDTRIP": (DropsProgressTotal,),
     "TIME-UTC-ROUNDTRIP": (StoresLocalTime, TruncatesMicroseconds),

@@ -40,6 +40,7 @@ __all__ = [
     "adversarial_values",
     "at",
     "command",
+    "confusable_id_twins",
     "full_command",
     "full_snapshot",
     "full_transition",
@@ -85,6 +86,32 @@ def adversarial_values(*, include_nul: bool = False) -> tuple[str, ...]:
     pairs = [text for left, right, _ in CONFUSABLE_PAIRS for text in (left, right)]
     nul = [f"v{NUL}w", f"build{NUL}"] if include_nul else []
     return tuple(dict.fromkeys([*groups, *pairs, *LITERAL_ESCAPES, *nul]))
+
+
+#: Ids a pattern match confuses, as (target, twin): the target's ``_``/``%`` match the twin's
+#: characters when the id is bound into a LIKE pattern, a case-insensitive collation folds
+#: one onto the other, or the target is a prefix of the twin (``LIKE id || '%'``).
+_PATTERN_TWINS: tuple[tuple[str, str], ...] = (
+    ("done_1", "doneX1"),
+    ("done%", "done-x"),
+    ("DONE-C", "done-c"),
+    ("done-2", "done-20"),
+)
+
+
+def confusable_id_twins() -> tuple[tuple[str, str], ...]:
+    """(target, twin) id pairs: an operation by ``target`` must leave ``twin`` alone.
+
+    A store that deletes, completes or filters *by id* with a pattern (``LIKE``), a
+    case-insensitive or accent-insensitive collation, trimmed or normalised text, or a
+    prefix reaches the twin too. The pairs: LIKE wildcards, case and prefix
+    (:data:`_PATTERN_TWINS`), then both sides of every
+    :data:`~chongming_conformance.alphabet.CONFUSABLE_PAIRS` pair. Targets repeat (one
+    target has several twins); no twin is also a target.
+    """
+    twins = (*_PATTERN_TWINS, *((left, right) for left, right, _ in CONFUSABLE_PAIRS))
+    assert not {t for t, _ in twins} & {w for _, w in twins}
+    return twins
 
 
 #: The lengths a store must hold (docs/backend-guide.md §7, LENGTH-IDS / LENGTH-TEXT), in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unittest
 from collections.abc import Callable
 
+from ..alphabet import describe
 from ..blame import blame
 from ..clauses import checks
 from ..errors import StoreError
@@ -16,11 +17,12 @@ from ..protocol import PROTOCOL_METHODS, TaskStore
 from ..samples import (
     at,
     command,
+    confusable_id_twins,
     snapshot,
     transition,
 )
 from ..timeouts import unwrap
-from ._base import LEASE, ContractBase, _cmd_ids, _versions
+from ._base import LEASE, ContractBase, _cmd_ids, _versions, expect_on
 
 __all__ = ["LifecycleContract"]
 
@@ -153,6 +155,67 @@ class LifecycleContract(ContractBase):
         self._prune(0)
         got = _cmd_ids(self._claim(now=at(10), lease_seconds=LEASE))
         assert got == ["c-kept"], f"after prune, claimable commands are {got}"
+
+    def _twins_fixture(self) -> tuple[list[str], list[str]]:
+        """Terminal tasks whose ids are the targets of ``confusable_id_twins``, and a running
+        task for every twin, each with one history row. A prune drops every target and no
+        twin; returns (targets, twins)."""
+        pairs = confusable_id_twins()
+        targets = list(dict.fromkeys(t for t, _ in pairs))
+        twins = [w for _, w in pairs]
+        self._given(*(snapshot(w, status=TaskStatus.RUNNING, created=-100 + i)
+                      for i, w in enumerate(twins)))
+        self._given(*(snapshot(t, status=TaskStatus.SUCCEEDED, created=i)
+                      for i, t in enumerate(targets)))
+        for task_id in [*targets, *twins]:
+            self._given_appended(transition(task_id, 1, reason=task_id))
+        return targets, twins
+
+    def _prune_twins(self) -> tuple[list[str], list[str]]:
+        """The twins fixture, pruned to no terminal task; every twin (running) must still be
+        there, or the failure is PRUNE-TERMINAL-ONLY's whatever the test checks next."""
+        targets, twins = self._twins_fixture()
+        self.store.prune(keep_terminal=0)
+        gone = [describe(w) for w in twins if self._absent(w)]
+        expect_on("PRUNE-TERMINAL-ONLY", not gone,
+                  f"prune(keep_terminal=0) dropped running task(s) {', '.join(gone)}: their "
+                  "ids look like a pruned task's id (a pattern match, a collation, a prefix?)")
+        return targets, twins
+
+    @checks("PRUNE-HISTORY")
+    def test_prune_history__confusable_ids_kept(self) -> None:
+        """The pruned tasks' history goes by exact id: a delete that binds the id into a LIKE
+        pattern (``_``, ``%``), folds case or trims takes the history of look-alike tasks."""
+        targets, twins = self._prune_twins()
+        for target in targets:
+            left = list(self.store.history(target))
+            assert left == [], f"history of the pruned task {describe(target)} survived: {left}"
+        lost = [describe(w) for w in twins
+                if list(self.store.history(w)) != [transition(w, 1, reason=w)]]
+        assert not lost, (
+            f"prune dropped (or changed) the history of kept task(s) {', '.join(lost)}, whose "
+            "ids look like a pruned task's id: history must be deleted by exact id, never by "
+            "a pattern (LIKE with '_'/'%'), a case-insensitive collation or a prefix")
+
+    @checks("PRUNE-COMMANDS")
+    def test_prune_commands__confusable_ids_kept(self) -> None:
+        """Commands go with their task by exact task id, as the history does."""
+        targets, twins = self._twins_fixture()
+        ids = {task_id: f"c-{i:02d}" for i, task_id in enumerate([*targets, *twins])}
+        for task_id, command_id in ids.items():
+            self.store.submit_command(command(command_id, task_id))
+        self.store.prune(keep_terminal=0)
+        gone = [describe(w) for w in twins if self._absent(w)]
+        expect_on("PRUNE-TERMINAL-ONLY", not gone,
+                  f"prune(keep_terminal=0) dropped running task(s) {', '.join(gone)}")
+        got = set(_cmd_ids(self._claim(now=at(10), lease_seconds=LEASE, limit=1000)))
+        kept = {ids[w] for w in twins}
+        lost = sorted(f"{ids[w]} (task {describe(w)})" for w in twins if ids[w] not in got)
+        assert not lost, (
+            f"prune dropped the commands {', '.join(lost)} of kept tasks whose ids look like "
+            "a pruned task's id: commands must go by exact task id")
+        stale = sorted(got - kept)
+        assert not stale, f"commands of pruned tasks are still claimable: {stale}"
 
     # ========================================================================================
     # close

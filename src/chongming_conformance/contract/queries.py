@@ -85,6 +85,14 @@ class QueryContract(ContractBase):
         self._assert_query([], "name match is case-sensitive", name="BUILD")
         self._assert_query(["t-4"], "trailing spaces count (no PAD SPACE)", name="build ")
 
+    @checks("QUERY-NAME-EXACT")
+    def test_query_name_exact__empty_name_is_a_filter(self) -> None:
+        """``name=""`` filters for tasks named ``""``: a store testing the filter by truthiness
+        (``if q.name:``) treats it as no filter and returns every task."""
+        self._given(snapshot("t-0", name="build", created=0), snapshot("t-1", name="", created=1),
+                    snapshot("t-2", name=" ", created=2))
+        self._assert_query(["t-1"], "the empty name is a filter, not 'no filter'", name="")
+
     @checks("QUERY-NAME-PREFIX-LITERAL")
     def test_query_name_prefix_literal__wildcards_match_themselves(self) -> None:
         names = [
@@ -147,6 +155,16 @@ class QueryContract(ContractBase):
                                tag=tag)
 
     @checks("QUERY-TAG-EXACT")
+    def test_query_tag_exact__empty_tag_is_a_filter(self) -> None:
+        """``tag=""`` filters for tasks tagged ``""`` (a store testing ``if q.tag:`` returns
+        every task); a task without tags, or with other tags, is not one of them."""
+        self._given(snapshot("t-0", tags=frozenset({"io"}), created=0),
+                    snapshot("t-1", tags=frozenset({"", "io"}), created=1),
+                    snapshot("t-2", created=2),
+                    snapshot("t-3", tags=frozenset({""}), created=3))
+        self._assert_query(["t-1", "t-3"], "the empty tag is a filter, not 'no filter'", tag="")
+
+    @checks("QUERY-TAG-EXACT")
     def test_query_tag_exact__no_substring_matches(self) -> None:
         tag_sets = [
             {"io"},
@@ -187,6 +205,16 @@ class QueryContract(ContractBase):
             self.store.create(snapshot(f"t-{i}", pipeline_run_id=run, created=i))
         self._assert_query(["t-0", "t-3"], "exact run id", pipeline_run_id="run-1")
         self._assert_query([], "no prefix matching", pipeline_run_id="run-")
+
+    @checks("QUERY-PIPELINE")
+    def test_query_pipeline__empty_run_id_is_a_filter(self) -> None:
+        """``pipeline_run_id=""`` filters for the run id ``""``: neither "no filter" (a store
+        testing it by truthiness, ``if q.pipeline_run_id:``) nor "no run id" (None)."""
+        self._given(*(snapshot(f"t-{i}", pipeline_run_id=run, created=i)
+                      for i, run in enumerate(["run-1", "", None, " ", ""])))
+        self._assert_query(["t-1", "t-4"], "the empty run id is a filter, not 'no filter'",
+                           pipeline_run_id="")
+        self._assert_query(["t-0"], "a run id next to empty ones", pipeline_run_id="run-1")
 
     @checks("QUERY-LIMIT")
     def test_query_limit__first_n_in_requested_order(self) -> None:
