@@ -1379,6 +1379,17 @@ class PruneCommandsByPattern(Base):
         return dropped
 
 
+class CompleteMatchesIdByPattern(Base):
+    """complete_command() runs ``UPDATE commands SET finished_at = ? WHERE command_id LIKE ?``
+    (a case-insensitive collation, the id bound as a pattern): look-alike commands finish too."""
+
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        for other in [k for k in self._commands if _like(command_id, k)]:
+            super().complete_command(other, now=now, outcome=outcome)
+
+
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "PROTOCOL-METHODS": (TouchWithoutLease, PositionalExpectVersion, ClaimLimitDefaultThree),
     "PROTOCOL-KEYWORD-ONLY": (ExpectVersionNotKeywordOnly,),
@@ -1434,7 +1445,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "CLAIM-LEASE-EXCLUSIVE": (ClaimIgnoresLease,),
     "CLAIM-LEASE-BOUNDARY": (ClaimBoundaryExclusive,),
     "CLAIM-LEASE-PRECISE": (WholeSecondLeases,),
-    "CLAIM-EXPIRED-RECLAIM": (ClaimNeverExpires,),
+    "CLAIM-EXPIRED-RECLAIM": (ClaimNeverExpires, CompleteMatchesIdByPattern),
     "CLAIM-ORDER": (ClaimInsertionOrder,),
     "CLAIM-LIMIT": (ClaimLeasesBeyondLimit,),
     "COMPLETE-NEVER-RECLAIMED": (CompleteOnlyClearsLease,),

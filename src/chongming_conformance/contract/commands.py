@@ -22,6 +22,7 @@ from ..samples import (
     ST_JOHNS,
     at,
     command,
+    confusable_id_twins,
     full_command,
 )
 from ._base import LEASE, LIMIT_ZERO_REFUSALS, ContractBase, _cmd_ids, _diff, expect_on
@@ -133,6 +134,32 @@ class CommandContract(ContractBase):
             expect_on("COMMAND-ROUNDTRIP", False,
                       f"the stored command changed: {_diff(want[0], got[0])}")
         assert got == want, f"a refused submit changed the stored command: {got}"
+
+    @checks("CLAIM-EXPIRED-RECLAIM")
+    def test_claim_expired_reclaim__completing_one_id_leaves_look_alikes(self) -> None:
+        """complete_command() finishes the command it names, by exact id: a command whose id
+        a LIKE pattern, a case-insensitive collation or a prefix confuses with it is still
+        unfinished, so it is claimable again once its lease ends. (One command per task,
+        each task its own.)"""
+        pairs = confusable_id_twins()
+        targets = list(dict.fromkeys(t for t, _ in pairs))
+        twins = [w for _, w in pairs]
+        for i, command_id in enumerate([*targets, *twins]):
+            self.store.submit_command(command(command_id, f"task-{i:02d}", created=i))
+        first = self._claim(now=at(0), lease_seconds=LEASE, limit=1000)
+        assert sorted(_cmd_ids(first)) == sorted([*targets, *twins]), (
+            f"the first claim took {len(first)} of {len(targets) + len(twins)} commands")
+        for command_id in targets:
+            self.store.complete_command(command_id, now=at(1), outcome="stopped")
+        again = set(_cmd_ids(self._claim(now=at(LEASE + 10), lease_seconds=LEASE, limit=1000)))
+        back = sorted(describe(t) for t in targets if t in again)
+        expect_on("COMPLETE-NEVER-RECLAIMED", not back,
+                  f"completed command(s) {', '.join(back)} were claimed again")
+        lost = sorted(describe(w) for w in twins if w not in again)
+        assert not lost, (
+            f"command(s) {', '.join(lost)}, never completed, were not claimable after their "
+            "lease ended: completing a look-alike id finished them too (complete_command must "
+            "match its id exactly: no LIKE, case-insensitive collation or prefix)")
 
     @checks("CLAIM-LEASE-EXCLUSIVE")
     def test_claim_lease_exclusive__conflict_leased_command_not_reclaimed(self) -> None:
