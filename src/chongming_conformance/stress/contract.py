@@ -119,9 +119,10 @@ class StressContract:
         result = self.run_stress(scenario)
         if result.failed:
             failure = AssertionError(result.report())
-            if len(result.clauses) > 1:
-                # A run judging several clauses: each anomaly names the one it is against.
-                blame(failure, result.blamed())
+            # Each anomaly names the clause it is against: the scenario's own (a run
+            # judging several names one of them), or another one -- the after-scenario
+            # integrity check's findings are never the scenario's (runner.INTEGRITY).
+            blame(failure, result.blamed())
             raise failure
         if result.unverified:
             raise NotVerified(result.report())

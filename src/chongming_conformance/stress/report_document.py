@@ -40,8 +40,7 @@ def _record(result: ScenarioResult) -> TestResult:
     if result.failed:
         test.outcome = "failed"
         test.message = result.report()
-        if len(result.clauses) > 1:
-            test.blames = tuple(result.blamed())
+        test.blames = tuple(result.blamed())  # as StressContract.assert_stress blames it
     elif result.unverified:
         test.outcome = "skipped"
         test.message = result.report()
