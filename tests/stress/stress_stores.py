@@ -28,6 +28,7 @@ from chongming_conformance import (
     ConcurrencyConflict,
     Progress,
     StoreError,
+    TaskQuery,
     TaskSnapshot,
 )
 from chongming_conformance.codec import (
@@ -314,6 +315,15 @@ class SelectThenDeleteEachPrune(SqliteTaskStore):
                 conn.execute("DELETE FROM commands WHERE task_id = ?", (task_id,))
                 conn.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
         return len(doomed)
+
+
+class PipelineFilterByTruthiness(SqliteTaskStore):
+    """query() adds ``AND pipeline_run_id = ?`` only ``if q.pipeline_run_id:`` -- the run id ""
+    filters nothing. Visible only through a filtered read (nothing else reads that filter)."""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        return super().query(replace(q, pipeline_run_id=q.pipeline_run_id or None))
 
 
 _READS = frozenset({"get", "query", "counts", "history", "touch"})

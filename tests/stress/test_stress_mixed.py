@@ -25,6 +25,7 @@ from stress_stores import (
     LocationPoolClose,
     NoLeaseClaim,
     OrmStyleSave,
+    PipelineFilterByTruthiness,
     ReleaseKeepsLease,
     SelectThenDeleteEachPrune,
     StaleRowTouch,
@@ -56,7 +57,7 @@ CHECKER_KINDS = frozenset({"not-linearizable", "counts-range", "prune-count", "l
 BROKEN = [CheckThenWriteSave, UnlockedClaim, NoLeaseClaim, ExpiryIgnoredClaim, LeaseWritingSave,
           CheckThenInsertAppend, CachingReads, ReleaseKeepsLease, TouchBumpsVersion,
           StaleRowTouch, CheckThenReplaceCreate, OrmStyleSave, SelectThenDeleteEachPrune,
-          UncommittedTouch, LocationPoolClose]
+          UncommittedTouch, LocationPoolClose, PipelineFilterByTruthiness]
 #: What catches a store when it is not (always) the checker: a closed instance closing the
 #: other instances of its process makes their calls raise (unexpected-error, a hand-written
 #: rule: for the checker an error is an unknown outcome); a touch left in an open

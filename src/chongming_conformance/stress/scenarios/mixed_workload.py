@@ -6,8 +6,10 @@ shared tasks, commands, terminal tasks of its own), recorded in full
 (``ctx.record_calls``). Each round is a work phase (the random calls, colliding for
 real) and a check phase in which nobody but the round's checker writes: every worker
 reads the key tasks; then the checker alone reads their history, ``counts()`` and
-``query()``, claims every claimable command (then releases them) and saves one key
-task, which every other worker then reads again. While the rounds run,
+``query()`` with every filter kind (:data:`CHECK_QUERIES`), claims every claimable command
+(then releases them) and saves one key task, which every other worker then reads again.
+The work phase's queries draw every filter kind too, falsy values included (the run id
+and name ``""``, bucket 0), alone or two combined (:func:`_filters`). While the rounds run,
 ``crash_cycles`` extra workers each claim some commands and then write as fast as
 they can until the parent SIGKILLs them in the middle of a call. Every worker also holds a
 second store instance, which it closes and reopens now and then (closing one instance
@@ -111,11 +113,13 @@ def _crash_rounds(p: Mapping[str, Any]) -> list[int]:
 
 def _key(tid: str, *, version: int = 0, name: str, status: TaskStatus | None = None
          ) -> TaskSnapshot:
-    """A key task's snapshot: created_at, bucket and a tag fixed per task (pairs of tasks
-    share created_at: ties a query may order either way), the rest per write."""
+    """A key task's snapshot: created_at, bucket, pipeline run id and a tag fixed per task
+    (pairs of tasks share created_at: ties a query may order either way), the rest per
+    write."""
     k = TASKS.index(tid)
     return task(tid, version=version, name=name, created_at=at(k // 2),
                 bucket=k % 3, tags=frozenset({f"t{version}", "even" if k % 2 == 0 else "odd"}),
+                pipeline_run_id=RUNS[k % len(RUNS)],
                 status=status if status is not None else
                 _CYCLE[version % 2] if version else TaskStatus.PENDING,
                 lease_owner=None, lease_until=None)
@@ -357,25 +361,54 @@ def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
         st.held[c.command_id] = r * STEP + LEASE
 
 
+#: The key tasks' pipeline run ids, one per task in turn: the empty string is a run id
+#: like any other (a store testing the filter by truthiness returns every task for it).
+RUNS: tuple[str | None, ...] = ("run-a", "", None, "run-b")
+
+
+def _filters(rng: random.Random, me: str) -> dict[str, Any]:
+    """One filter of every kind the protocol has, drawn uniformly: statuses, name (exact),
+    name_prefix, tag, buckets, pipeline_run_id -- the falsy values included (the name and
+    run id "", bucket 0) -- or two of them combined (they AND)."""
+    kinds: list[Callable[[], dict[str, Any]]] = [
+        lambda: {"statuses": frozenset(rng.sample((*_CYCLE, TaskStatus.SUCCEEDED),
+                                                  rng.randint(1, 2)))},
+        lambda: {"name": rng.choice(("v0", f"{me}-create", f"{me}-revive", ""))},
+        lambda: {"name_prefix": rng.choice((f"{me}-", "v", ""))},
+        lambda: {"tag": rng.choice(("even", "odd", "t1", ""))},
+        lambda: {"buckets": frozenset(rng.sample(range(3), rng.randint(1, 2)))},
+        lambda: {"pipeline_run_id": rng.choice(("run-a", "", "run-b"))},
+    ]
+    if rng.random() < 0.25:
+        first, second = rng.sample(kinds, 2)
+        return {**first(), **second()}
+    return rng.choice(kinds)()
+
+
 def _random_query(rng: random.Random, me: str) -> TaskQuery | None:
+    """No filter (None, or a limit alone), or :func:`_filters` with a limit now and then."""
     pick = rng.randrange(8)
-    limit = rng.choice((None, None, 1, 2, 3))
-    newest = rng.random() < 0.3
     if pick == 0:
         return None
+    newest = rng.random() < 0.3
     if pick == 1:
-        return TaskQuery(statuses=frozenset({rng.choice(_CYCLE)}), limit=limit,
-                         newest_first=newest)
-    if pick == 2:
-        return TaskQuery(name_prefix=f"{me}-", limit=limit, newest_first=newest)
-    if pick == 3:
-        return TaskQuery(buckets=frozenset(rng.sample(range(3), rng.randint(1, 2))),
-                         limit=limit, newest_first=newest)
-    if pick == 4:
-        return TaskQuery(tag=rng.choice(("even", "odd")), limit=limit, newest_first=newest)
-    if pick == 5:
-        return TaskQuery(statuses=frozenset({TaskStatus.SUCCEEDED}), limit=limit)
-    return TaskQuery(limit=rng.randint(1, 4), newest_first=newest)
+        return TaskQuery(limit=rng.randint(1, 4), newest_first=newest)
+    return TaskQuery(**_filters(rng, me), limit=rng.choice((None, None, 1, 2, 3)),
+                     newest_first=newest)
+
+
+#: What the checker reads in every check phase, while nobody else writes: every filter
+#: kind once, so a filter that is wrong only in what it returns shows in every round.
+CHECK_QUERIES: tuple[TaskQuery, ...] = (
+    TaskQuery(),
+    TaskQuery(statuses=frozenset(_CYCLE)),
+    TaskQuery(name="v0"),
+    TaskQuery(name_prefix=""),
+    TaskQuery(tag="even"),
+    TaskQuery(buckets=frozenset({0})),
+    TaskQuery(pipeline_run_id=""),
+    TaskQuery(pipeline_run_id="run-a", newest_first=True, limit=1),
+)
 
 
 def _reopen(ctx: WorkerContext, st: _State) -> None:
@@ -423,7 +456,7 @@ def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> 
         v = rng.randrange(1, 8)
         ctx.call("append", {"task": tid, "version": v, "replay": True},
                  partial(s.append, transition(tid, v)))
-    elif pick < 0.38:
+    elif pick < 0.35:
         mine = [] if crashing else _supervised(ctx.index, st.n)
         if mine and rng.random() < 0.6:
             _renew(ctx, st, rng.choice(mine))
@@ -435,7 +468,7 @@ def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> 
                 fields["progress"] = Progress(done=st.seq, total=1000, message=st.me)
             target = tid if rng.random() < 0.9 or not st.doomed else rng.choice(st.doomed)
             ctx.call("touch", {"task": target}, partial(s.touch, target, **fields))
-    elif pick < 0.44:
+    elif pick < 0.41:
         since = rng.choice((0, 0, 2, 5))
         ctx.call("history", {"task": tid, "since": since},
                  partial(s.history, tid, since_version=since), summarize=transitions_summary)
@@ -504,8 +537,9 @@ def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> No
                      summarize=transitions_summary)
         ctx.call("counts", {"check": True}, s.counts,
                  summarize=lambda c: {st.value: n for st, n in c.items()})
-        ctx.call("query", {"check": True}, partial(s.query),
-                 summarize=lambda ts: len(ts))
+        for q in CHECK_QUERIES:
+            ctx.call("query", {"check": True}, partial(s.query, q),
+                     summarize=lambda ts: len(ts))
         for c in logged_claim(ctx, now, LEASE, 100_000):
             ctx.call("release", {"id": c.command_id, "check": True},
                      partial(s.release_command, c.command_id, now=at(now)), now=at(now))
