@@ -240,7 +240,10 @@ class TaskQuery:
 
     An *empty* collection (``statuses=frozenset()``, ``buckets=frozenset()``)
     is a real filter that matches nothing -- not "no filter" (clause
-    QUERY-EMPTY-SET-MATCHES-NOTHING). ``limit=0`` returns nothing.
+    QUERY-EMPTY-SET-MATCHES-NOTHING). The empty string is a value like any other
+    (``name=""`` matches tasks named ``""``), never "no filter". ``limit=0``, which the
+    controller never passes, returns nothing or is refused (StoreError or ValueError): the
+    original guide leaves it open (docs/backend-guide.md §10).
     """
 
     statuses: frozenset[TaskStatus] | None = None
