@@ -34,13 +34,18 @@ from .confirm import (
     snapshot_times_change,
     transition_times_change,
 )
+from .errors import StoreError
+from .messages import refusal
 from .model import Command, TaskSnapshot, Transition
+
+_RECORDS = (TaskSnapshot, Transition, Command)
 
 __all__ = [
     "BLAME_NOTE",
     "UNCONFIRMED",
     "blame",
     "blamed",
+    "blamed_write",
     "failure_blames",
     "leaf_failures",
     "notes_blame",
@@ -79,12 +84,48 @@ def blame(exc: BaseException, clause_ids: Iterable[str]) -> None:
 
 
 def blamed(clause_ids: Iterable[str], call: Callable[[], T]) -> T:
-    """Run ``call``; any exception it raises is blamed on ``clause_ids`` (then re-raised)."""
+    """Run ``call``; any exception it raises is blamed on ``clause_ids`` (then re-raised).
+
+    A ``functools.partial`` writing records (``partial(store.create, snapshot)``) that
+    raises ``StoreError`` is read as :func:`blamed_write` reads it: a refusal of an
+    out-of-the-ordinary value is reported as that, on the value's own clause."""
+    records = [a for a in getattr(call, "args", ()) if isinstance(a, _RECORDS)]
+    if records:
+        return blamed_write(clause_ids, call, *records)
     try:
         return call()
     except Exception as exc:
         blame(exc, clause_ids)
         raise
+
+
+def blamed_write(clause_ids: Iterable[str], call: Callable[[], T], *records: object) -> T:
+    """Run ``call``, a write of ``records``. If the store refuses it with ``StoreError``
+    and some of their values are out of the ordinary (a datetime past 2038-01-19, an id
+    longer than the controller's, a long text: ``messages.unusual_values``), the failure
+    is a refusal of the input, naming those values, blamed on the clauses owning their
+    fidelity (TIME-UTC-ROUNDTRIP, LENGTH-IDS, LENGTH-TEXT) -- not on ``clause_ids``, the
+    write's own, which an ordinary input would have met. Anything else is blamed on
+    ``clause_ids``."""
+    try:
+        return call()
+    except StoreError as exc:
+        found = refusal(exc, _described(records), *records)
+        if found is None:
+            blame(exc, clause_ids)
+            raise
+        owners, text = found
+        failure = AssertionError(text)
+        blame(failure, owners)
+        raise failure from exc
+    except Exception as exc:
+        blame(exc, clause_ids)
+        raise
+
+
+def _described(records: Sequence[object]) -> str:
+    names = {TaskSnapshot: "the snapshot", Transition: "the transition", Command: "the command"}
+    return " and ".join(names.get(type(r), type(r).__name__) for r in records)
 
 
 def notes_blame(exc: BaseException) -> tuple[str, ...]:

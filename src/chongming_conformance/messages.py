@@ -18,9 +18,12 @@ Nothing here imports pytest or a driver.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from datetime import UTC, datetime
 
-__all__ = ["ELLIPSIS", "elide", "elide_start", "summarize_error", "with_hint"]
+__all__ = ["ELLIPSIS", "elide", "elide_start", "refusal", "summarize_error", "unusual_values",
+           "with_hint"]
 
 ELLIPSIS = "…"
 #: Characters of SQL kept in an error summary.
@@ -121,3 +124,73 @@ def summarize_error(exc: BaseException) -> str:
 def with_hint(message: str, hint: str | None) -> str:
     """``message``, and the kit's hint on a line of its own (never glued to a driver's text)."""
     return message if not hint else f"{message}\n  hint: {hint}"
+
+
+# -- a write the store refused: which of its values look out of the ordinary -------------------
+#: The last instant a signed 32-bit Unix time holds (MySQL/MariaDB ``TIMESTAMP``), and the
+#: first such a column takes (its range starts one second after the epoch).
+Y2038 = datetime(2038, 1, 19, 3, 14, 7, tzinfo=UTC)
+EPOCH_FLOOR = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
+#: Ids up to this length are ordinary: the controller's own (``uuid4().hex``).
+ORDINARY_ID = 32
+#: Texts up to this length are ordinary (a ``VARCHAR(255)`` takes them).
+ORDINARY_TEXT = 255
+#: Fields holding an id (LENGTH-IDS); every other text field is LENGTH-TEXT's.
+ID_FIELDS = frozenset({"task_id", "command_id", "pipeline_run_id", "tags", "lease_owner",
+                       "issued_by"})
+
+
+def _values(record: object, path: str = "") -> list[tuple[str, object]]:
+    """(field path, value) of a record's datetimes and strings, nested records included."""
+    if not dataclasses.is_dataclass(record) or isinstance(record, type):
+        return []
+    out: list[tuple[str, object]] = []
+    for f in dataclasses.fields(record):
+        value, name = getattr(record, f.name), f"{path}{f.name}"
+        if isinstance(value, (frozenset, set, tuple, list)):
+            out += [(name, v) for v in sorted(value, key=repr) if isinstance(v, str)]
+        elif dataclasses.is_dataclass(value):
+            out += _values(value, f"{name}.")
+        elif isinstance(value, (str, datetime)):
+            out.append((name, value))
+    return out
+
+
+def unusual_values(*records: object) -> dict[str, list[str]]:
+    """What in ``records`` a store may refuse for its column types, by the clause owning the
+    value's fidelity: datetimes outside a 32-bit ``TIMESTAMP`` (TIME-UTC-ROUNDTRIP), ids
+    longer than the controller's (LENGTH-IDS), texts longer than 255 characters
+    (LENGTH-TEXT). Empty when every value is ordinary."""
+    found: dict[str, list[str]] = {}
+    for record in records:
+        for name, value in _values(record):
+            root = name.split(".")[-1]
+            if isinstance(value, datetime):
+                if value > Y2038:
+                    found.setdefault("TIME-UTC-ROUNDTRIP", []).append(
+                        f"{name} {value.isoformat()}, past 2038-01-19 (a 32-bit TIMESTAMP "
+                        "column?)")
+                elif value < EPOCH_FLOOR:
+                    found.setdefault("TIME-UTC-ROUNDTRIP", []).append(
+                        f"{name} {value.isoformat()}, before 1970-01-01T00:00:01Z (a 32-bit "
+                        "TIMESTAMP column?)")
+            elif isinstance(value, str) and root in ID_FIELDS and len(value) > ORDINARY_ID:
+                found.setdefault("LENGTH-IDS", []).append(
+                    f"{name} of {len(value)} characters")
+            elif isinstance(value, str) and root not in ID_FIELDS and len(value) > ORDINARY_TEXT:
+                found.setdefault("LENGTH-TEXT", []).append(
+                    f"{name} of {len(value)} characters")
+    return found
+
+
+def refusal(exc: BaseException, what: str, *records: object) -> tuple[tuple[str, ...], str] | None:
+    """When a write of ``records`` raised ``exc`` and some of their values are out of the
+    ordinary: (the clauses owning those values, a message saying the store refused the
+    input and naming them). None when nothing in them is unusual (the refusal is then
+    the write's own failure)."""
+    found = unusual_values(*records)
+    if not found:
+        return None
+    named = "; ".join(v for values in found.values() for v in values[:3])
+    return (tuple(sorted(found)),
+            f"the store refused {what} ({summarize_error(exc)}); its values include {named}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC
+from datetime import UTC, datetime
 
-from ..blame import snapshot_culprit
+from ..blame import blamed_write, snapshot_culprit
 from ..clauses import checks
 from ..errors import StoreError
 from ..model import (
@@ -88,6 +88,23 @@ class RoundTripContract(ContractBase):
             expect_on("TIME-UTC-ROUNDTRIP",
                       value.microsecond == getattr(full, name).astimezone(UTC).microsecond,
                       f"{name} lost microseconds")
+
+    @checks("TIME-UTC-ROUNDTRIP")
+    def test_time_utc_roundtrip__dates_past_2038_taken(self) -> None:
+        """Instants a 32-bit ``TIMESTAMP`` column cannot hold: the first second past
+        2038-01-19T03:14:07Z, a date in 2040 and the last microsecond of 2199 (the kit draws
+        1970-2200). The controller writes the wall clock, so a store refusing them stops
+        working in 2038: a refusal is a failure naming the date (docs/backend-guide.md §10)."""
+        for n, when in enumerate((datetime(2038, 1, 19, 3, 14, 8, tzinfo=UTC),
+                                  datetime(2040, 3, 1, tzinfo=UTC),
+                                  datetime(2199, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))):
+            sent = snapshot(f"t-{n}", created=0)
+            sent = replace(sent, created_at=when, updated_at=when)
+            blamed_write(("TIME-UTC-ROUNDTRIP",), functools.partial(self.store.create, sent),
+                         sent)
+            got = self._get(sent.task_id)
+            expect_on(snapshot_culprit(sent, got, "TIME-UTC-ROUNDTRIP"), got == sent,
+                      f"a snapshot created at {when.isoformat()} changed: {_diff(sent, got)}")
 
     @checks("SNAPSHOT-FULL-ROUNDTRIP")
     def test_snapshot_full_roundtrip__save_get_every_field(self) -> None:

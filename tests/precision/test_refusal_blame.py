@@ -1,0 +1,69 @@
+"""A refusal of an input is reported as that, naming the value, on the value's own clause.
+
+A MariaDB-style store with 32-bit ``TIMESTAMP`` columns refuses a snapshot created in 2040
+with ``StoreError``. Before, the kit blamed CREATE-THEN-GET and never said "2038"; now the
+failure says the store refused the snapshot, names the date and is blamed on
+TIME-UTC-ROUNDTRIP, which FAILs (docs/backend-guide.md §10: a store must take every
+instant the kit draws, 1970-2200).
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from matrix import Case, run_case
+from y2038_stores import RefusesPast2038
+
+from chongming_conformance.blame import blamed, parse_blames
+from chongming_conformance.messages import unusual_values
+from chongming_conformance.model import TaskSnapshot, TaskStatus
+
+LATE = datetime(2040, 3, 1, tzinfo=UTC)
+
+
+def _late(task_id: str = "t-1") -> TaskSnapshot:
+    return TaskSnapshot(task_id, "n", TaskStatus.PENDING, 0, LATE, LATE)
+
+
+def test_a_refused_create_names_the_date_and_blames_time() -> None:
+    store = RefusesPast2038()
+    with pytest.raises(AssertionError) as caught:
+        blamed(("CREATE-THEN-GET",), functools.partial(store.create, _late()))
+    text = str(caught.value)
+    assert "the store refused the snapshot" in text
+    assert "2040-03-01T00:00:00+00:00, past 2038-01-19 (a 32-bit TIMESTAMP column?)" in text
+    assert parse_blames("\n".join(caught.value.__notes__)) == ("TIME-UTC-ROUNDTRIP",)
+
+
+def test_an_ordinary_input_refused_stays_the_writes_own_failure() -> None:
+    store = RefusesPast2038()
+    store.create(_late("t-ok").__class__("t-ok", "n", TaskStatus.PENDING, 0,
+                                          datetime(2030, 1, 1, tzinfo=UTC),
+                                          datetime(2030, 1, 1, tzinfo=UTC)))
+    again = TaskSnapshot("t-ok", "n", TaskStatus.PENDING, 0, datetime(2030, 1, 1, tzinfo=UTC),
+                         datetime(2030, 1, 1, tzinfo=UTC))
+    with pytest.raises(Exception) as caught:  # a duplicate: StoreError, nothing unusual
+        blamed(("CREATE-DUPLICATE-RAISES",), functools.partial(store.create, again))
+    assert parse_blames("\n".join(caught.value.__notes__)) == ("CREATE-DUPLICATE-RAISES",)
+
+
+def test_long_ids_and_texts_are_named_on_their_clauses() -> None:
+    snap = TaskSnapshot("t" * 300, "x" * 2000, TaskStatus.PENDING, 0, LATE, LATE)
+    found = unusual_values(snap)
+    assert found["LENGTH-IDS"] == ["task_id of 300 characters"]
+    assert found["LENGTH-TEXT"] == ["name of 2000 characters"]
+    assert "TIME-UTC-ROUNDTRIP" in found
+
+
+def test_through_the_plugin_time_fails_and_create_then_get_does_not(tmp_path: Path) -> None:
+    case = Case("y2038_stores:make_store", frozenset({"TIME-UTC-ROUNDTRIP"}),
+                args=("-k", "time_utc_roundtrip or create_then_get"))
+    outcome = run_case(case, tmp_path)
+    assert outcome.clauses, outcome.output[-3000:]
+    time_outcome, time_note = outcome.clauses["TIME-UTC-ROUNDTRIP"]
+    assert time_outcome == "FAIL", (time_outcome, time_note, outcome.output[-3000:])
+    assert outcome.clauses["CREATE-THEN-GET"][0] != "FAIL", outcome.clauses["CREATE-THEN-GET"]
+    assert "past 2038-01-19" in outcome.output, outcome.output[-3000:]
