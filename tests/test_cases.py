@@ -38,10 +38,12 @@ def _ci_profile() -> Iterator[None]:
     take_counts()
 
 
-#: The state machine's derandomized draws depend on which kit modules the interpreter has
-#: imported before it (importing ``chongming_conformance.contract`` first changes them; the
-#: cause is not yet found), so in a pytest process its counts depend on test order. It is
-#: counted in a fresh interpreter that imports only what it needs: the same run every time.
+#: The state machine's derandomized draws depend on which local modules the interpreter has
+#: loaded: hypothesis mixes the constants of every loaded module outside site-packages into
+#: its draws (the kit is installed editable here; tests/test_draws.py shows it). The plugin
+#: imports every kit module before the first draw (plugin/draws.py); a bare pytest process
+#: like this one does not, so the machine is counted in a fresh interpreter that imports
+#: only what it needs: the same run every time.
 _MACHINE_COUNTS = """
 import json
 from chongming_conformance.cases import take_counts

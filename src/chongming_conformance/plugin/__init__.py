@@ -34,6 +34,7 @@ pytest.register_assert_rewrite(
 from ..hypothesis_profiles import force_seed  # noqa: E402
 from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
+from .draws import import_kit_modules  # noqa: E402
 from .options import add_options, load_profile, read_options  # noqa: E402
 from .run import ConformanceRun  # noqa: E402
 from .signals import sigterm_as_interrupt  # noqa: E402
@@ -54,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(masked_logging())
     kit, described = resolve_kit(options)
     load_profile(options.profile, shrink=options.shrink)
+    import_kit_modules()  # derandomized draws must not depend on test order (draws.py)
     if options.seed is not None and config.getoption("hypothesis_seed", None) is None:
         # One seed for the whole run; xdist workers get it through the option values.
         config.option.hypothesis_seed = options.seed
