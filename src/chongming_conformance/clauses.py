@@ -47,6 +47,8 @@ __all__ = [
     "Scope",
     "checks",
     "clauses_of",
+    "may_blame",
+    "may_blame_of",
     "unjudged_fault_clauses",
     "unrequested_fault_clauses",
 ]
@@ -55,6 +57,7 @@ __all__ = [
 CATALOGUE_VERSION = "1.7"
 
 CLAUSE_ATTR = "__chongming_clauses__"
+MAY_BLAME_ATTR = "__chongming_may_blame__"
 
 
 class Level(enum.Enum):
@@ -540,6 +543,18 @@ def unjudged_fault_clauses(mode: str, *, crash_offered: bool) -> dict[str, str]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _marker(attr: str, clause_ids: tuple[str, ...]) -> Callable[[F], F]:
+    unknown = [c for c in clause_ids if c not in CLAUSES]
+    if unknown:
+        raise KeyError(f"unknown clause id(s): {', '.join(unknown)}")
+
+    def mark(func: F) -> F:
+        setattr(func, attr, tuple(clause_ids))
+        return func
+
+    return mark
+
+
 def checks(*clause_ids: str) -> Callable[[F], F]:
     """Mark a test (or scenario) as checking ``clause_ids``.
 
@@ -548,15 +563,23 @@ def checks(*clause_ids: str) -> Callable[[F], F]:
     """
     if not clause_ids:
         raise ValueError("checks() needs at least one clause id")
-    unknown = [c for c in clause_ids if c not in CLAUSES]
-    if unknown:
-        raise KeyError(f"unknown clause id(s): {', '.join(unknown)}")
+    return _marker(CLAUSE_ATTR, clause_ids)
 
-    def mark(func: F) -> F:
-        setattr(func, CLAUSE_ATTR, tuple(clause_ids))
-        return func
 
-    return mark
+def may_blame(*clause_ids: str) -> Callable[[F], F]:
+    """Mark a test as able to *find* a failure of ``clause_ids`` without checking them: a
+    failure blamed on one FAILs it (the clauses the test declares are then a knock-on);
+    nothing else the test does (pass, skip, a failure blamed elsewhere) counts for or
+    against it. The stress scenarios carry it for their after-scenario integrity check
+    (``stress.runner.INTEGRITY_CLAUSES``); ``report/outcomes.py`` has the decision."""
+    return _marker(MAY_BLAME_ATTR, clause_ids)
+
+
+def may_blame_of(obj: object) -> tuple[str, ...]:
+    """The clauses a test may blame (:func:`may_blame`), less those it declares."""
+    own = set(clauses_of(obj))
+    return tuple(c for c in getattr(getattr(obj, "__func__", obj), MAY_BLAME_ATTR, ())
+                 if c not in own)
 
 
 def clauses_of(obj: object) -> tuple[str, ...]:

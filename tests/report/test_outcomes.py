@@ -179,6 +179,59 @@ def test_a_blame_on_a_clause_the_test_does_not_declare_is_no_evidence() -> None:
     assert got.verdict.startswith("does not conform: 1 suite test(s) failed")
 
 
+STRESS = "chongming_conformance/suite/test_stress.py::TestStoreStress::"
+INTEGRITY = ("COUNTS-PER-STATUS", "XP-SHARED-VISIBILITY")
+
+
+def test_a_blame_on_a_clause_the_test_may_blame_fails_it_and_only_it() -> None:
+    """A stress scenario's after-scenario integrity check found counts() drifting: the
+    finding FAILs COUNTS-PER-STATUS (its contract check passed: the drift is invisible to
+    one connection), the scenario's clause is a knock-on, nothing else FAILs."""
+    scenario = TestResult(STRESS + "test_xp_create_exclusive__one_create_wins", "failed",
+                          message="x", blames=("COUNTS-PER-STATUS",))
+    got = assess(
+        records(
+            (scenario, ("XP-CREATE-EXCLUSIVE",)),
+            (suite_test("test_counts", "passed"), ("COUNTS-PER-STATUS",)),
+            (suite_test("test_visible", "passed"), ("XP-SHARED-VISIBILITY",)),
+            may_blame={scenario.nodeid: INTEGRITY},
+        ),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert [r.clause.id for r in got.results if r.outcome == FAIL] == ["COUNTS-PER-STATUS"]
+    [counts] = [r for r in got.results if r.clause.id == "COUNTS-PER-STATUS"]
+    assert counts.note == "failed: test_xp_create_exclusive__one_create_wins"
+    assert scenario in counts.tests
+    [own] = [r for r in got.results if r.clause.id == "XP-CREATE-EXCLUSIVE"]
+    assert own.outcome == NOT_VERIFIED
+    assert own.note == ("not proven: test_xp_create_exclusive__one_create_wins failed on "
+                        "COUNTS-PER-STATUS (a knock-on)")
+    assert outcome(got, "XP-SHARED-VISIBILITY") == PASS  # may blame it, but did not
+
+
+def test_a_clause_a_test_may_blame_gets_no_evidence_from_its_pass_skip_or_other_failure(
+) -> None:
+    passed = TestResult(STRESS + "test_xp_a", "passed")
+    skipped = TestResult(STRESS + "test_xp_b", "skipped", message="faults not requested")
+    other = TestResult(STRESS + "test_xp_c", "failed", message="x",
+                       blames=("XP-CLAIM-EXCLUSIVE",))
+    got = assess(
+        records(
+            (passed, ("XP-CREATE-EXCLUSIVE",)),
+            (skipped, ("XP-FAULT-SAFETY",)),
+            (other, ("XP-CLAIM-EXCLUSIVE",)),
+            may_blame={t.nodeid: INTEGRITY for t in (passed, skipped, other)},
+        ),
+        Capabilities(),
+        shared_available=True,
+    )
+    assert outcome(got, "COUNTS-PER-STATUS") == NOT_VERIFIED  # no check of it ran
+    [counts] = [r for r in got.results if r.clause.id == "COUNTS-PER-STATUS"]
+    assert counts.note == "no test in this run checks it" and not counts.tests
+    assert outcome(got, "XP-CLAIM-EXCLUSIVE") == FAIL
+
+
 def test_unblamed_failure_of_a_many_clause_check_fails_none_but_the_store_does_not_conform(
 ) -> None:
     machine = TestResult(MACHINE, "failed", message="x")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from stress_stores import shared, single
+
 from chongming_conformance import TaskSnapshot, TaskStatus
 from reference_stores.sqlite import SqliteTaskStore
 
@@ -61,3 +63,9 @@ class WriteBehindCounts(SqliteTaskStore):
             rows = conn.execute("SELECT status, n FROM behind_counts").fetchall()
         stored = {str(r[0]): int(r[1]) for r in rows}
         return {s: stored.get(s.value, 0) + self._pending.get(s.value, 0) for s in TaskStatus}
+
+
+#: The factories a backend author would configure (``--chongming-store=drift_stores:make_store
+#: --chongming-shared-store=drift_stores:make_shared_store``), for the plugin-level test.
+make_store = single(WriteBehindCounts)
+make_shared_store = shared(WriteBehindCounts)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..clauses import CLAUSES, Scope, clauses_of
+from ..clauses import CLAUSES, Scope, clauses_of, may_blame_of
 from ..messages import elide
 from ..report import mask_secrets
 from ..suite import SUITE_DIR, suite_files
@@ -51,6 +51,15 @@ def _item_clauses(item: pytest.Item) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _item_may_blame(item: pytest.Item) -> tuple[str, ...]:
+    """The clauses a suite test may blame without declaring them (``clauses.may_blame``)."""
+    found: list[str] = []
+    for obj in (getattr(item, "function", None), getattr(item, "obj", None)):
+        if obj is not None:
+            found.extend(c for c in may_blame_of(obj) if c not in found)
+    return tuple(found)
+
+
 class SuiteCollection:
     """Hooks that steer collection towards the suite and record what was collected."""
 
@@ -60,6 +69,8 @@ class SuiteCollection:
         self.kit = kit
         #: Suite node id -> the clauses it declares, in collection order.
         self.declared: dict[str, tuple[str, ...]] = {}
+        #: Suite node id -> the clauses it may blame without declaring them (if any).
+        self.may_blame: dict[str, tuple[str, ...]] = {}
         self.hypothesis_items: set[str] = set()
         self.deselected: list[str] = []
         self.collection_errors: list[str] = []
@@ -194,6 +205,9 @@ class SuiteCollection:
             cids = _item_clauses(item)
             nodeid = serial_nodeid(item.nodeid)
             self.declared[nodeid] = cids
+            finds = tuple(c for c in _item_may_blame(item) if c not in cids)
+            if finds:
+                self.may_blame[nodeid] = finds
             # Carried to the controller under xdist, and into JUnit XML as properties.
             item.user_properties.extend(clause_properties(cids))
             if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
@@ -217,3 +231,4 @@ class SuiteCollection:
         kept = {serial_nodeid(item.nodeid) for item in session.items}
         # Items deselected after our modifyitems ran are gone from session.items.
         self.declared = {n: c for n, c in self.declared.items() if n in kept}
+        self.may_blame = {n: c for n, c in self.may_blame.items() if n in kept}

@@ -117,6 +117,7 @@ class Distribution:
         self.adopted = True
         col = self.collection
         col.declared = {nodeid: tuple(cids) for nodeid, cids in facts["declared"]}
+        col.may_blame = {nodeid: tuple(cids) for nodeid, cids in facts.get("may_blame", ())}
         col.hypothesis_items = set(facts["hypothesis_items"])
         col.deselected = list(facts["deselected"])
 
@@ -136,6 +137,7 @@ class Distribution:
         col = self.collection
         output[_WORKEROUTPUT_KEY] = {
             "declared": [[nodeid, list(cids)] for nodeid, cids in col.declared.items()],
+            "may_blame": [[nodeid, list(cids)] for nodeid, cids in col.may_blame.items()],
             "hypothesis_items": sorted(col.hypothesis_items),
             "deselected": list(col.deselected),
         }

@@ -197,6 +197,7 @@ class Harvest:
         return SuiteRecords(
             tests={nodeid: self._test_result(nodeid) for nodeid in col.declared},
             declared=dict(col.declared),
+            may_blame=dict(col.may_blame),
             narrowed=tuple(col.narrowed),
             deselected=len(col.deselected),
             deselected_by=self.deselecting,

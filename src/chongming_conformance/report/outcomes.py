@@ -29,6 +29,16 @@ does declare are NOT VERIFIED, and the note names the undeclared blame. The kit'
 checks declare every clause they can blame (``stateful.STATE_MACHINE_CLAUSES`` is
 derived from its rules), so this only happens to a check someone wrote wrong.
 
+*Decision -- clauses a test may blame* (``clauses.may_blame``; ``SuiteRecords.may_blame``):
+the one exception, for a test that finds failures of clauses it does not set out to
+check -- every stress scenario's test runs the after-scenario integrity check, whose
+findings are COUNTS-PER-STATUS's or XP-SHARED-VISIBILITY's (``stress.runner``). A
+failure blamed on such a clause FAILs it (the check did observe the breach); the
+clauses the test declares are NOT VERIFIED, a knock-on named in their note. Nothing
+else the test does counts for or against such a clause: a pass is no evidence for it
+(the test is not one of its checks, so a skipped or failing scenario never leaves it
+NOT VERIFIED), and a failure blamed elsewhere is no evidence against it.
+
 The verdict, the gate and the exit status come from one function,
 :func:`conclude`, so they cannot disagree: with ``--chongming-gate=must`` the run
 passes iff it is complete and every gated MUST clause is PASS, UNSUPPORTED or
@@ -104,12 +114,13 @@ def _said(test: TestResult) -> str:
     return f" ({' / '.join(kept)})" if kept else ""
 
 
-def _not_proven(elsewhere: Sequence[TestResult], declared: Mapping[str, set[str]]) -> str:
+def _not_proven(elsewhere: Sequence[TestResult], declared: Mapping[str, set[str]],
+                may: Mapping[str, Sequence[str]]) -> str:
     """Why a clause whose checks failed for other reasons stays unproven (names them)."""
     parts = []
     for t in elsewhere:
         name = t.nodeid.rsplit("::", 1)[-1]
-        own = declared.get(t.nodeid, set())
+        own = set(declared.get(t.nodeid, set())) | set(may.get(t.nodeid, ()))
         named = [c for c in t.blames if c in own]
         foreign = [c for c in t.blames if c not in own]
         if named:
@@ -132,8 +143,14 @@ def _evaluate_one(
     unsupported: Mapping[str, str],
     shared_available: bool,
     declared: Mapping[str, set[str]],
+    may: Mapping[str, Sequence[str]],
+    finders: Sequence[TestResult] = (),
 ) -> ClauseResult:
     cid = clause.id
+    # A test that may blame this clause without checking it (``finders``) counts only when
+    # it failed blamed on it: then it is one of the clause's tests, and a failing one.
+    tests = tests + [t for t in finders if t.outcome == "failed" and cid in t.blames
+                     and t not in tests]
     if clause.scope is Scope.REVIEW:
         return ClauseResult(
             clause,
@@ -165,7 +182,7 @@ def _evaluate_one(
         if failed:
             return ClauseResult(clause, FAIL, f"failed: {_names(failed)}", tests)
         if elsewhere:
-            return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared), tests)
+            return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared, may), tests)
         if xfailed:
             return ClauseResult(clause, DEVIATION, f"declared deviation: {reason}", tests)
         if stale:
@@ -182,7 +199,7 @@ def _evaluate_one(
     if not tests:
         return ClauseResult(clause, NOT_VERIFIED, "no test in this run checks it", tests)
     if elsewhere:
-        return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared), tests)
+        return ClauseResult(clause, NOT_VERIFIED, _not_proven(elsewhere, declared, may), tests)
     # A strict xpass of a test deviating from *another* clause still passed all its checks.
     incomplete = [t for t in tests if t.outcome not in ("passed", "xpassed")]
     if incomplete:
@@ -209,8 +226,11 @@ def evaluate(
     shared_available: bool,
     faults: str = "none",
     unjudged: Mapping[str, str] | None = None,
+    may_blame: Mapping[str, Sequence[TestResult]] | None = None,
 ) -> list[ClauseResult]:
-    """One result per catalogue clause, in catalogue order. ``faults``: the run's
+    """One result per catalogue clause, in catalogue order. ``may_blame``: clause -> the
+    tests that may blame it without declaring it (see the module's decision); such a test
+    counts for the clause only when it failed blamed on it. ``faults``: the run's
     ``--chongming-faults`` mode; the fault clauses it does not judge are left out of the
     gate (``clauses.unrequested_fault_clauses``). ``unjudged``: clause -> why this run could
     not judge it (``clauses.unjudged_fault_clauses``): NOT VERIFIED unless it FAILs, and
@@ -221,6 +241,11 @@ def evaluate(
     for cid, tests in clause_tests.items():
         for test in tests:
             declared.setdefault(test.nodeid, set()).add(cid)
+    finders = dict(may_blame or {})
+    may: dict[str, list[str]] = {}
+    for cid, tests in finders.items():
+        for test in tests:
+            may.setdefault(test.nodeid, []).append(cid)
     results = [
         _evaluate_one(
             clause,
@@ -229,6 +254,8 @@ def evaluate(
             unsupported,
             shared_available,
             declared,
+            may,
+            finders.get(cid, ()),
         )
         for cid, clause in CLAUSES.items()
     ]
@@ -409,8 +436,14 @@ def assess(
             unmapped.append(test)
         for cid in cids:
             by_clause.setdefault(cid, []).append(test)
+    finders: dict[str, list[TestResult]] = {}
+    for nodeid, cids in records.may_blame.items():
+        if nodeid in records.declared:
+            for cid in cids:
+                if cid not in records.declared[nodeid]:
+                    finders.setdefault(cid, []).append(records.result(nodeid))
     results = evaluate(by_clause, capabilities, shared_available=shared_available,
-                       faults=faults, unjudged=unjudged)
+                       faults=faults, unjudged=unjudged, may_blame=finders)
     reasons = partial_reasons(records)
     must = {r.clause.id for r in results if r.gated and r.clause.level is Level.MUST}
     failed_tests = sum(

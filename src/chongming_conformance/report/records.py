@@ -120,7 +120,9 @@ class ClauseResult:
 class SuiteRecords:
     """Everything one run of the suite produced, as plain data: the input of every verdict.
 
-    ``tests`` and ``declared`` are keyed by node id in collection order;
+    ``tests`` and ``declared`` are keyed by node id in collection order; ``may_blame``
+    maps a node id to the clauses its test may blame without declaring them
+    (``clauses.may_blame``: a stress scenario and its after-scenario integrity check);
     ``narrowed`` holds the reasons collection steering found the suite cut down
     (explicit paths or node ids); ``deselected_by`` names the options that
     deselected ``deselected`` suite tests.
@@ -132,6 +134,7 @@ class SuiteRecords:
     deselected: int = 0
     deselected_by: str = "a plugin"
     collection_errors: Sequence[str] = ()
+    may_blame: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def result(self, nodeid: str) -> TestResult:
         """The record of a collected test; one that left none did not run."""

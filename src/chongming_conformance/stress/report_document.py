@@ -24,7 +24,7 @@ from ..report.document import RunSettings, StoreInfo, build_document, describe_e
 from ..report.outcomes import assess
 from ..report.records import SuiteRecords, TestResult
 from ..timeouts import DEFAULT_TIMEOUT
-from .runner import ScenarioResult
+from .runner import INTEGRITY_CLAUSES, ScenarioResult
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile
 
@@ -63,11 +63,15 @@ def stress_document(
     since the epoch), every string masked."""
     tests = {}
     declared = {}
+    may_blame = {}
     for r in results:
         record = _record(r)
         tests[record.nodeid] = record
         declared[record.nodeid] = tuple(r.clauses)
-    records = SuiteRecords(tests=tests, declared=declared, narrowed=(why_partial,))
+        # as StressContract's scenario tests carry them (clauses.may_blame)
+        may_blame[record.nodeid] = tuple(c for c in INTEGRITY_CLAUSES if c not in r.clauses)
+    records = SuiteRecords(tests=tests, declared=declared, narrowed=(why_partial,),
+                           may_blame=may_blame)
     assessment = assess(records, Capabilities(), shared_available=True, faults=profile.faults)
     try:
         pytest_version = metadata.version("pytest")

@@ -174,6 +174,9 @@ COUNTS_CLAUSE = "COUNTS-PER-STATUS"
 #: other processes left: a half-written state (docs/backend-guide.md §8), the clause of
 #: the shared_visibility scenario (XP-SHARED-VISIBILITY; each XP id is written once).
 UNREADABLE_CLAUSE = SCENARIOS["shared_visibility"].clause
+#: Every clause the check may blame: each scenario's test carries them with
+#: ``clauses.may_blame`` (stress.contract), so the report FAILs them on a finding.
+INTEGRITY_CLAUSES = (COUNTS_CLAUSE, UNREADABLE_CLAUSE)
 #: Tasks whose history a fresh connection reads back (a bound on the reads).
 HISTORY_READS = 500
 
