@@ -221,7 +221,7 @@ class CommandContract(ContractBase):
         store that ignores leases is CLAIM-LEASE-EXCLUSIVE's), and an expired one comes
         back (a store where leases never end is CLAIM-EXPIRED-RECLAIM's).
         """
-        self.store.submit_command(command("c-held"))
+        self.store.submit_command(command("c-held", "t-held"))
         self._claim(now=at(0), lease_seconds=1.5)
         blamed(("CLAIM-LEASE-EXCLUSIVE",), lambda: _expect(
             self._claim(now=at(0.5), lease_seconds=1.5) == [],
@@ -232,7 +232,7 @@ class CommandContract(ContractBase):
         for n, (lease, inside) in enumerate(((1.5, 1.2), (0.25, 0.2))):
             # Only membership counts below: commands of earlier rounds may come back too.
             cid, t0 = f"c-{n}", 100.0 * (n + 1)
-            self.store.submit_command(command(cid, created=-10 + n))
+            self.store.submit_command(command(cid, f"t-{n}", created=-10 + n))
             claimed = self._claim(now=at(t0), lease_seconds=lease)
             assert cid in _cmd_ids(claimed), f"the first claim of {cid}"
             again = self._claim(now=at(t0 + inside), lease_seconds=lease)
@@ -256,10 +256,14 @@ class CommandContract(ContractBase):
 
     @checks("CLAIM-ORDER", "TIME-INSTANT-ORDER")
     def test_claim_order__oldest_first_by_instant(self) -> None:
+        """One command per task, each its own (the order is across tasks, and a store
+        keeping one command per task would otherwise be left with the last one written)."""
         # Wall-clock text order differs from instant order across these offsets.
-        self.store.submit_command(replace(command("c-late"), created_at=at(120, ST_JOHNS)))
-        self.store.submit_command(replace(command("c-early"), created_at=at(60, KATHMANDU)))
-        self.store.submit_command(replace(command("c-mid"), created_at=at(90)))
+        self.store.submit_command(replace(command("c-late", "t-late"),
+                                          created_at=at(120, ST_JOHNS)))
+        self.store.submit_command(replace(command("c-early", "t-early"),
+                                          created_at=at(60, KATHMANDU)))
+        self.store.submit_command(replace(command("c-mid", "t-mid"), created_at=at(90)))
         one = self._claim(now=at(200), lease_seconds=LEASE, limit=1)
         sent = {"c-late": at(120, ST_JOHNS), "c-early": at(60, KATHMANDU), "c-mid": at(90)}
         for c in one:  # a time that does not survive the round trip explains any order
@@ -279,8 +283,8 @@ class CommandContract(ContractBase):
 
     @checks("CLAIM-LIMIT")
     def test_claim_limit__only_limit_are_leased(self) -> None:
-        for i in range(5):
-            self.store.submit_command(command(f"c-{i}", created=i))
+        for i in range(5):  # one command per task, each its own
+            self.store.submit_command(command(f"c-{i}", f"t-{i}", created=i))
         first = self._claim(now=at(10), lease_seconds=LEASE, limit=2)
         assert len(first) == 2, f"limit=2 returned {_cmd_ids(first)}"
         expect_on("CLAIM-ORDER", sorted(_cmd_ids(first)) == ["c-0", "c-1"],
@@ -308,8 +312,8 @@ class CommandContract(ContractBase):
 
     @checks("COMPLETE-NEVER-RECLAIMED")
     def test_complete_never_reclaimed__claimed_then_completed(self) -> None:
-        self.store.submit_command(command("c-1"))
-        self.store.submit_command(command("c-2", created=1))
+        self.store.submit_command(command("c-1", "t-1"))
+        self.store.submit_command(command("c-2", "t-2", created=1))
         self._claim(now=at(0), lease_seconds=LEASE)
         self.store.complete_command("c-1", now=at(1), outcome="stopped")
         for when in (31, 3600, 10**6):
@@ -332,8 +336,8 @@ class CommandContract(ContractBase):
 
     @checks("COMPLETE-IDEMPOTENT")
     def test_complete_idempotent__twice_and_unknown(self) -> None:
-        self.store.submit_command(command("c-1"))
-        self.store.submit_command(command("c-2", created=1))
+        self.store.submit_command(command("c-1", "t-1"))
+        self.store.submit_command(command("c-2", "t-2", created=1))
         self.store.complete_command("c-1", now=at(1), outcome="stopped")
         self._completed_stays_out(self._claim(now=at(2), lease_seconds=LEASE), "c-1")
         self.store.complete_command("c-1", now=at(3), outcome="again")
