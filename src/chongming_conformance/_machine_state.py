@@ -96,6 +96,10 @@ class MachineState(RuleBasedStateMachine):
         self.steps = 0
         self.closed = False
         self.may_close = True
+        #: How many one-field saves this run made: each changes the next field in
+        #: ``SAVED_FIELDS`` (from a start taken from the drawn donor, so a replayed example
+        #: changes the same fields).
+        self.one_field_turn = 0
 
     def teardown(self) -> None:
         type(self).seam.close_stack(self._stack)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from hypothesis.statistics import collector
 from .alphabet import METACHARACTERS
 from .model import TaskQuery, TaskSnapshot
 from .oracle import instant, matches
+from .single_field import SAVED_FIELDS
 
 __all__ = [
     "EXAMPLES",
@@ -67,10 +69,13 @@ TARGETED: dict[str, tuple[str, ...]] = {
         "query: name_prefix with a GLOB metacharacter",
         "query: name_prefix with a regex metacharacter",
         "query: tag with a JSON-path metacharacter",
+        "query: the empty string as a filter value",
     ),
+    "test_single_field_save": tuple(f"save: one field changed: {f}" for f in SAVED_FIELDS),
     "test_prune_matches_model": (
         "prune: terminal tasks in another order by updated_at than by created_at",
         "prune: keep_terminal below the terminal count",
+        "prune: a pruned id and a kept one a pattern, case or prefix confuses",
     ),
     "test_claim_matches_model": (
         "claim: fractional lease",
@@ -81,6 +86,7 @@ TARGETED: dict[str, tuple[str, ...]] = {
         "query: a limit, and a non-matching task first in the order",
         "claim: fractional lease",
         "claim: again inside a fractional lease, past its whole seconds",
+        *(f"save: one field changed: {f}" for f in SAVED_FIELDS),
     ),
 }
 
@@ -119,6 +125,9 @@ def query_cases(q: TaskQuery, tasks: Sequence[TaskSnapshot]) -> list[str]:
                 out.append(f"query: name_prefix with a {cls} metacharacter")
     if q.tag is not None and "JSON path" in _metacharacter_classes(q.tag):
         out.append("query: tag with a JSON-path metacharacter")
+    if "" in (q.name, q.tag, q.pipeline_run_id):
+        # A filter tested by truthiness (``if q.tag:``) takes "" for "no filter".
+        out.append("query: the empty string as a filter value")
     return out
 
 
@@ -132,7 +141,20 @@ def prune_cases(tasks: Sequence[TaskSnapshot], keep_terminal: int) -> list[str]:
         out.append("prune: terminal tasks in another order by updated_at than by created_at")
     if 0 < keep_terminal < len(terminal):
         out.append("prune: keep_terminal below the terminal count")
+    by_instant = sorted(terminal, key=lambda t: (instant(t.created_at), t.task_id))
+    doomed = {t.task_id for t in by_instant[: max(len(terminal) - keep_terminal, 0)]}
+    kept = [t.task_id for t in tasks if t.task_id not in doomed]
+    if any(_confused(d, k) for d in doomed for k in kept):
+        out.append("prune: a pruned id and a kept one a pattern, case or prefix confuses")
     return out
+
+
+def _confused(target: str, other: str) -> bool:
+    """Does a delete by ``target`` done wrong reach ``other``: ``LIKE target`` (wildcards,
+    ASCII case folded), a prefix, trailing spaces ignored?"""
+    like = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in target)
+    return (re.fullmatch(like, other, re.IGNORECASE | re.DOTALL) is not None
+            or other.startswith(target) or other.rstrip(" ") == target.rstrip(" "))
 
 
 def claim_cases(

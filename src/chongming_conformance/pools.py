@@ -19,6 +19,7 @@ __all__ = [
     "BUCKET_POOL",
     "CONFUSABLES",
     "FIXED_OFFSETS",
+    "ID_POOL",
     "INT64_MAX",
     "INTEGER_BOUNDARIES",
     "NAME_POOL",
@@ -89,10 +90,17 @@ PREFIX_POOL: tuple[str, ...] = (
     # GLOB, regex, JSON path: each would match axb, abc or aab if read as a pattern.
     "a*", "a?", "a[", "a[b]", "a.", "a+", "a.*", "(", "a$", "a^", "a|", "^a", "$",
 )
+#: Task ids drawn often by :func:`snapshot_lists`: pairs a pattern confuses -- ``_`` and ``%``
+#: bound into a LIKE, a case-insensitive collation, a prefix (``LIKE id || '%'``), PAD SPACE
+#: -- so a store deleting or filtering by id that way reaches a look-alike task.
+ID_POOL: tuple[str, ...] = (
+    "t-1", "t-10", "t_1", "tx1", "T-1", "t%", "t-2", "build", "Build", "build ",
+)
 #: Buckets drawn often by :func:`snapshot_lists` and :func:`queries`.
 BUCKET_POOL: tuple[int, ...] = (0, 1, 2, 3)
-#: Pipeline run ids drawn often (wildcards and a case variant included).
-PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1")
+#: Pipeline run ids drawn often (wildcards, a case variant and the empty string -- a run id
+#: like any other, which a filter tested by truthiness takes for "no filter" -- included).
+PIPELINE_POOL: tuple[str, ...] = ("run-1", "run-2", "run%", "run_", "RUN-1", "")
 #: Whole strings an engine escapes, pads, folds or normalises: both sides of every
 #: confusable pair (``build`` / ``build `` / ``Build``, ``straße`` / ``STRASSE``,
 #: NFC / NFD, full width), controls JSON encoders escape differently, escapes

@@ -36,25 +36,18 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from hypothesis import given, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from . import strategies as cst
+from ._codec_properties import ANY_SNAPSHOT as _ANY_SNAPSHOT
+from ._codec_properties import CodecProperties, _run, _same
 from .assertions import QUERY_CLAUSES
 from .blame import blame, blamed, same_snapshot
 from .cases import claim_cases, counting, mark, prune_cases, query_cases
 from .clauses import checks
-from .codec import (
-    command_to_row,
-    row_to_command,
-    row_to_snapshot,
-    row_to_transition,
-    snapshot_to_row,
-    transition_to_row,
-)
 from .confirm import confirming
 from .errors import ConcurrencyConflict
-from .hypothesis_profiles import active_settings
 from .model import Command, TaskSnapshot, TaskStatus, Transition
 from .observe import present, read_task
 from .oracle import (
@@ -67,10 +60,10 @@ from .oracle import (
 )
 from .protocol import TaskStore
 from .seam import StoreSeam
+from .single_field import SAVED_FIELDS, case_of, one_field_changed, reads_after
 
 __all__ = ["CodecProperties", "StoreProperties"]
 
-_ANY_SNAPSHOT = cst.snapshots(full=True) | cst.snapshots()
 # (transition, task index, version): small versions collide, so replays happen.
 _APPENDS = st.lists(
     st.tuples(
@@ -92,13 +85,6 @@ def _steps_within(lease: float) -> list[int]:
     us = round(lease * 1_000_000)
     whole = int(lease) * 1_000_000
     return sorted({(whole + us) // 2 if whole < us else us // 2, us, us + 1, 60 * 1_000_000})
-
-
-def _run(
-    test: Callable[..., None], chosen: settings | None, **strategies: st.SearchStrategy[Any]
-) -> None:
-    """Run ``test`` as a hypothesis test with settings resolved now, not at import."""
-    (chosen or active_settings())(given(**strategies)(test))()
 
 
 def _conflict(call: Callable[[], object], what: str) -> ConcurrencyConflict:
@@ -124,10 +110,6 @@ def _create_given(store: TaskStore, task: TaskSnapshot) -> None:
     )
 
 
-def _same(expected: object, actual: object, what: str) -> None:
-    assert actual == expected, f"{what}:\n  expected {expected!r}\n  got      {actual!r}"
-
-
 #: A refused save that was not refused: no version check, or a hidden retry.
 _CONFLICT = ("SAVE-CONFLICT-RAISES", "SAVE-NO-AUTO-RETRY")
 
@@ -149,41 +131,6 @@ def _same_history(store: TaskStore, model: Model, task_id: str, since: int) -> N
     except AssertionError as exc:
         blame(exc, history_culprits(want, got, since=since, pruned=False))
         raise
-
-
-class CodecProperties:
-    """The kit's codec round-trips every value in the strategies' domain (no store needed)."""
-
-    hypothesis_settings: ClassVar[settings | None] = None
-
-    @checks("SNAPSHOT-FULL-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
-    def test_snapshot_codec_roundtrip(self) -> None:
-        def prop(snapshot: TaskSnapshot) -> None:
-            _same(snapshot, row_to_snapshot(snapshot_to_row(snapshot)), "codec round-trip")
-
-        _run(prop, self.hypothesis_settings, snapshot=_ANY_SNAPSHOT)
-
-    @checks("TRANSITION-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
-    def test_transition_codec_roundtrip(self) -> None:
-        def prop(transition: Transition) -> None:
-            got = row_to_transition(transition_to_row(transition))
-            _same(transition, got, "codec round-trip")
-
-        _run(prop, self.hypothesis_settings, transition=cst.transitions() | cst.transitions(
-            full=True))
-
-    @checks("COMMAND-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
-    def test_command_codec_roundtrip(self) -> None:
-        def prop(command: Command, lease: datetime | None) -> None:
-            command = replace(command, lease_until=lease)
-            _same(command, row_to_command(command_to_row(command)), "codec round-trip")
-
-        _run(
-            prop,
-            self.hypothesis_settings,
-            command=cst.commands(full=True) | cst.commands(),
-            lease=st.none() | cst.aware_datetimes(),
-        )
 
 
 class StoreProperties(StoreSeam):
@@ -233,14 +180,14 @@ class StoreProperties(StoreSeam):
                              status_version=first.status_version + 1
                              + second.status_version % room)
             with self.opened_store() as store:
-                blamed(("CREATE-THEN-GET",), lambda: store.create(first))
+                blamed(("CREATE-THEN-GET",), functools.partial(store.create, first))
                 same_snapshot(
                     first, store.get(first.task_id), "get() after create()",
                     clause="CREATE-THEN-GET",
                 )
                 blamed(
                     (_save_clause(second.status_version, first.status_version),),
-                    lambda: store.save(second, expect_version=first.status_version),
+                    functools.partial(store.save, second, expect_version=first.status_version),
                 )
                 expected = replace(
                     second, lease_owner=first.lease_owner, lease_until=first.lease_until
@@ -501,6 +448,43 @@ class StoreProperties(StoreSeam):
 
         self.run_property(prop, check="test_query_matches_model",
                           tasks=cst.snapshot_lists(min_size=1), data=st.data())
+
+    @checks("SAVE-CAS", "SAVE-KEEPS-LEASE", "COUNTS-PER-STATUS", *QUERY_CLAUSES,
+            "SNAPSHOT-FULL-ROUNDTRIP", "TIME-UTC-ROUNDTRIP")
+    def test_single_field_save(self) -> None:
+        """A save that changes one field and keeps the rest -- what a caller sends -- then
+        get(), every query that field can affect, and counts() agree with the model
+        (single_field.py: a derived copy refreshed only when "its" field changes)."""
+
+        def prop(tasks: list[TaskSnapshot], donors: list[TaskSnapshot]) -> None:
+            held = min(tasks[0].status_version, cst.INT64_MAX - len(SAVED_FIELDS))
+            tasks[0] = current = replace(tasks[0], status_version=held)
+            model = {t.task_id: t for t in tasks}
+            with self.opened_store() as store:
+                for task in tasks:
+                    _create_given(store, task)
+                # Each field in turn, on the same task: one save changes it alone.
+                for field, donor in zip(SAVED_FIELDS, donors, strict=True):
+                    new = one_field_changed(current, field, donor, held + 1)
+                    if new is None:
+                        continue  # the donor holds the same value: no change to make
+                    mark([case_of(field)])
+                    blamed(("SAVE-CAS",), functools.partial(store.save, new, expect_version=held))
+                    model[new.task_id] = new
+                    same_snapshot(new, read_task(store, new.task_id, exists=True),
+                                  f"get() after a save changing only {field}",
+                                  lease_clause="SAVE-KEEPS-LEASE", clause="SAVE-CAS")
+                    for q in reads_after(current, new):
+                        check_query(store.query(q), model.values(), q)
+                    blamed(("COUNTS-PER-STATUS",), functools.partial(
+                        _same, expected_counts(model.values()), dict(store.counts()),
+                        f"counts() after a save changing only {field}"))
+                    current, held = new, held + 1
+
+        fields = len(SAVED_FIELDS)
+        self.run_property(prop, check="test_single_field_save",
+                          tasks=cst.snapshot_lists(min_size=2, max_size=6),
+                          donors=st.lists(_ANY_SNAPSHOT, min_size=fields, max_size=fields))
 
     @checks("COUNTS-PER-STATUS", "COUNTS-ALL-KEYS")
     def test_counts_match_model(self) -> None:

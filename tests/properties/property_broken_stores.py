@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from broken_stores import Base
+from broken_stores import Base, PipelineTestedByTruthiness, PruneHistoryByPattern
 
 from chongming_conformance import (
     Command,
@@ -204,6 +204,36 @@ class TaskIdPadSpace(Base):
         self._tasks = _PadSpaceKeys()
 
 
+class TagRowsKeepCreatedAt(Base):
+    """Tag rows carry a copy of ``created_at`` so a tag query can be ordered from the tag
+    table alone; the copy is rewritten only when the tags change, so a save that changes
+    ``created_at`` and keeps the tags leaves tag queries in the old order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tag_created: dict[str, datetime] = {}
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        super().create(snapshot)
+        self._tag_created[snapshot.task_id] = snapshot.created_at
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        before = self._tasks.get(snapshot.task_id)
+        super().save(snapshot, expect_version=expect_version)
+        if before is None or before.tags != snapshot.tags:
+            self._tag_created[snapshot.task_id] = snapshot.created_at
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        q = query or TaskQuery()
+        if q.tag is None:
+            return super().query(q)
+        with self._lock:
+            found = [t for t in self._tasks.values() if _matches(t, q)]
+        found.sort(key=lambda t: (self._tag_created[t.task_id], t.task_id),
+                   reverse=q.newest_first)
+        return found if q.limit is None else found[: q.limit]
+
+
 BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {
     "save requires exactly version+1": SaveRequiresNextVersion,
     "touch bumps the version": TouchBumpsVersion,
@@ -215,4 +245,7 @@ BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {
     "release marks complete": ReleaseMarksComplete,
     "prune drops a non-terminal task": PruneDropsNonTerminal,
     "task ids compared with PAD SPACE": TaskIdPadSpace,
+    "tag rows keep a stale created_at": TagRowsKeepCreatedAt,
+    "pipeline filter tested by truthiness": PipelineTestedByTruthiness,
+    "history pruned by a LIKE on the id": PruneHistoryByPattern,
 }

@@ -18,11 +18,14 @@ from hypothesis.errors import HypothesisException
 from property_broken_stores import (
     BROKEN_STORES,
     ClaimIgnoresLease,
+    PipelineTestedByTruthiness,
     PruneDropsNonTerminal,
+    PruneHistoryByPattern,
     ReleaseMarksComplete,
     SaveClobbersLease,
     SaveRequiresNextVersion,
     StoresLocalTime,
+    TagRowsKeepCreatedAt,
     TagSubstringMatch,
     TaskIdPadSpace,
     TouchBumpsVersion,
@@ -74,6 +77,13 @@ CATCHERS: dict[type[InMemoryTaskStore], tuple[str, ...]] = {
     ReleaseMarksComplete: (STATE_MACHINE,),
     PruneDropsNonTerminal: ("test_prune_matches_model", STATE_MACHINE),
     TaskIdPadSpace: (STATE_MACHINE,),
+    # Issue 33's blind spots: a save changing one field (created_at) and a tag query; the
+    # empty run id; a pruned id that a LIKE confuses with a kept one (cases.py counts each).
+    # (The state machine makes one-field saves too, but two tasks sharing a tag whose order a
+    # created_at change flips are rare in its runs: 0 of 300 examples caught it. Not claimed.)
+    TagRowsKeepCreatedAt: ("test_single_field_save",),
+    PipelineTestedByTruthiness: ("test_query_matches_model",),
+    PruneHistoryByPattern: ("test_prune_matches_model",),
 }
 
 CASES = [

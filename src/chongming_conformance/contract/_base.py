@@ -155,7 +155,7 @@ class ContractBase(StoreSeam):
         is compared with the lease taken from the row as it was before the save.
         """
         before = self._present(s.task_id)
-        blamed(("SAVE-CAS",), lambda: self.store.save(s, expect_version=expect_version))
+        blamed(("SAVE-CAS",), functools.partial(self.store.save, s, expect_version=expect_version))
         want = replace(s, lease_owner=before.lease_owner, lease_until=before.lease_until)
         got = blamed(("CREATE-THEN-GET",), lambda: self.store.get(s.task_id))
         same_snapshot(want, got, f"precondition: save({s.task_id!r}, expect_version="
