@@ -1300,6 +1300,57 @@ class TruncatedText(Base):
                                failure=failure))
 
 
+#: The longest name, progress message and command outcome :class:`ShortTextColumns` holds.
+_SHORT_TEXT = 255
+
+
+class ShortTextColumns(Base):
+    """Names, progress messages and command outcomes live in VARCHAR(255) columns: longer
+    ones are refused with StoreError (no corruption, so LENGTH-TEXT holds; only the SHOULD on
+    capacity fails). The failure and the transition reason, which the controller writes
+    itself, are in TEXT columns and taken."""
+
+    def _check(self, *values: str | None) -> None:
+        for value in values:
+            if value is not None and len(value) > _SHORT_TEXT:
+                raise StoreError(f"Data too long for column ({len(value)} > {_SHORT_TEXT})")
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._check(snapshot.name, None if snapshot.progress is None
+                    else snapshot.progress.message)
+        super().create(snapshot)
+
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self._tasks.get(snapshot.task_id)
+        if current is not None and current.status_version == expect_version:
+            self._check(snapshot.name, None if snapshot.progress is None
+                        else snapshot.progress.message)
+        super().save(snapshot, expect_version=expect_version)
+
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        if task_id in self._tasks and progress is not None:
+            self._check(progress.message)
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=lease_owner, lease_until=lease_until)
+
+    def submit_command(self, command: Command) -> None:
+        self._check(command.outcome)
+        super().submit_command(command)
+
+    def complete_command(self, command_id: str, *, now: datetime,
+                         outcome: str | None = None) -> None:
+        self._check(outcome)
+        super().complete_command(command_id, now=now, outcome=outcome)
+
+
 class PruneWithParameterList(Base):
     """prune() deletes with ``WHERE task_id IN (?, ?, ...)``, one parameter per task: past
     65,535 parameters the driver refuses the statement."""
@@ -1464,6 +1515,7 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "LENGTH-IDS": (TruncatedIds,),
     "LENGTH-IDS-CAPACITY": (ShortIdColumns,),
     "LENGTH-TEXT": (TruncatedText,),
+    "LENGTH-TEXT-CAPACITY": (ShortTextColumns,),
     "CLOSE-IDEMPOTENT": (CloseTwiceRaises,),
     "CLOSE-THEN-STOREERROR": (UsableAfterClose, AttributeErrorAfterClose, CloseClosesEveryStore),
 }

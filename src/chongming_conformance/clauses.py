@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
-CATALOGUE_VERSION = "1.7"
+CATALOGUE_VERSION = "1.8"
 
 CLAUSE_ATTR = "__chongming_clauses__"
 MAY_BLAME_ATTR = "__chongming_may_blame__"
@@ -337,10 +337,15 @@ _TABLE: tuple[tuple[str, Level, str, Scope, str], ...] = (
      "task_id, command_id, pipeline_run_id, every tag, lease_owner and issued_by of up to 255 "
      "characters (4-byte ones included) are accepted, not refused (a SHOULD: the original "
      "guide names no length)."),
-    ("LENGTH-TEXT", _M, "§7", _C,
-     "A name of up to 1,024 characters and free text (progress message, failure type, message "
-     "and detail, transition reason, command outcome) of up to 8,192 characters, 4-byte ones "
-     "included, are stored and returned exactly."),
+    ("LENGTH-TEXT", _M, "§7 §10", _C,
+     "A name and free text (progress message, failure type, message and detail, transition "
+     "reason, command outcome) are never truncated or corrupted: stored and returned exactly, "
+     "or refused with StoreError leaving nothing behind; the text the controller writes "
+     "itself (failure type, message and detail, transition reason) of up to 8,192 characters, "
+     "4-byte ones included, is taken."),
+    ("LENGTH-TEXT-CAPACITY", _S, "§7 §10", _C,
+     "A name of up to 1,024 characters and free text of up to 8,192, 4-byte ones included, "
+     "are accepted, not refused (a SHOULD: the original guide names no length)."),
     ("COMMAND-ROUNDTRIP", _M, "§5", _C,
      "Every field of a command survives submit/claim unchanged (lease_until aside, which "
      "the claim sets)."),

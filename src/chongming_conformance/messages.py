@@ -138,6 +138,12 @@ ORDINARY_TEXT = 255
 #: Fields holding an id (LENGTH-IDS); every other text field is LENGTH-TEXT's.
 ID_FIELDS = frozenset({"task_id", "command_id", "pipeline_run_id", "tags", "lease_owner",
                        "issued_by"})
+#: Text the controller writes itself (a failure and a transition's reason): a store must
+#: take it up to this many characters (LENGTH-TEXT); any other long text it may refuse
+#: (LENGTH-TEXT-CAPACITY, a SHOULD).
+CONTROLLER_TEXT = frozenset({"failure.error_type", "failure.message", "failure.detail",
+                             "error_type", "detail", "reason"})
+CONTROLLER_TEXT_LENGTH = 8192
 
 
 def _values(record: object, path: str = "") -> list[tuple[str, object]]:
@@ -159,8 +165,10 @@ def _values(record: object, path: str = "") -> list[tuple[str, object]]:
 def unusual_values(*records: object) -> dict[str, list[str]]:
     """What in ``records`` a store may refuse for its column types, by the clause owning the
     value's fidelity: datetimes outside a 32-bit ``TIMESTAMP`` (TIME-UTC-ROUNDTRIP), ids
-    longer than the controller's (LENGTH-IDS), texts longer than 255 characters
-    (LENGTH-TEXT). Empty when every value is ordinary."""
+    longer than the controller's (LENGTH-IDS), texts longer than 255 characters: those the
+    controller writes itself, a failure or a reason up to 8,192, are LENGTH-TEXT's (a store
+    must take them), any other LENGTH-TEXT-CAPACITY's (a store may refuse them, a SHOULD).
+    Empty when every value is ordinary."""
     found: dict[str, list[str]] = {}
     for record in records:
         for name, value in _values(record):
@@ -178,7 +186,9 @@ def unusual_values(*records: object) -> dict[str, list[str]]:
                 found.setdefault("LENGTH-IDS", []).append(
                     f"{name} of {len(value)} characters")
             elif isinstance(value, str) and root not in ID_FIELDS and len(value) > ORDINARY_TEXT:
-                found.setdefault("LENGTH-TEXT", []).append(
+                must = (name in CONTROLLER_TEXT or root in CONTROLLER_TEXT) and (
+                    len(value) <= CONTROLLER_TEXT_LENGTH)
+                found.setdefault("LENGTH-TEXT" if must else "LENGTH-TEXT-CAPACITY", []).append(
                     f"{name} of {len(value)} characters")
     return found
 

@@ -114,7 +114,8 @@ def confusable_id_twins() -> tuple[tuple[str, str], ...]:
     return twins
 
 
-#: The lengths a store must hold (docs/backend-guide.md §7, LENGTH-IDS / LENGTH-TEXT), in
+#: The lengths the kit tests (docs/backend-guide.md §7: LENGTH-IDS / LENGTH-TEXT, and their
+#: -CAPACITY SHOULDs: most are recommended, the controller's own text is required), in
 #: characters (code points), 4-byte ones included: ids, tags, run ids, lease owners and
 #: issuers (keys and indexed columns: 255 fits every engine's index limit in utf8mb4) ...
 ID_LENGTH = 255

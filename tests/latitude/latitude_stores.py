@@ -656,6 +656,81 @@ class RefusesLongIds(_Memory):
         super().submit_command(command)
 
 
+#: The longest name, progress message and outcome :class:`RefusesLongText` takes.
+MAX_TEXT_LENGTH = 255
+
+
+class RefusesLongText(_Memory):
+    """Refuses, with StoreError, a name, progress message or command outcome longer than
+    255 characters -- VARCHAR(255) columns in strict mode -- and never truncates one.
+
+    Freedom: the original names no length for text either; what it asks is a faithful
+    round trip (§4, "往返必须保真"), and a refusal keeps it: nothing is stored, so nothing
+    comes back altered. The guide, §7 and §10: a name or free text is "stored exactly or
+    refused with `StoreError`" (LENGTH-TEXT); holding 1,024 / 8,192 characters is a SHOULD
+    (LENGTH-TEXT-CAPACITY), which this store does not follow. The failure and the
+    transition reason, which the controller writes itself, are TEXT columns it takes:
+    refusing them is not a freedom (a failed task could not be recorded, §7).
+    """
+
+    @staticmethod
+    def _check(call: str, **values: str | None) -> None:
+        for field_name, value in values.items():
+            if value is not None and len(value) > MAX_TEXT_LENGTH:
+                raise StoreError(
+                    f"{call}(): {field_name} of {len(value)} characters is longer than the "
+                    f"{MAX_TEXT_LENGTH} this store holds"
+                )
+
+    def _check_task(self, call: str, snapshot: TaskSnapshot) -> None:
+        self._check(call, name=snapshot.name,
+                    progress_message=None if snapshot.progress is None
+                    else snapshot.progress.message)
+
+    @_locked
+    def create(self, snapshot: TaskSnapshot) -> None:
+        self._check_task("create", snapshot)
+        super().create(snapshot)
+
+    @_locked
+    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
+        current = self._tasks.get(snapshot.task_id)
+        if current is not None and current.status_version == expect_version:
+            # Only a save that writes meets the column (an UPDATE matching no row stores
+            # nothing): the specified conflict comes first.
+            self._check_task("save", snapshot)
+        super().save(snapshot, expect_version=expect_version)
+
+    @_locked
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        if task_id in self._tasks and progress is not None:  # a missing task: nothing written
+            self._check("touch", progress_message=progress.message)
+        super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                      lease_owner=lease_owner, lease_until=lease_until)
+
+    @_locked
+    def submit_command(self, command: Command) -> None:
+        self._check("submit_command", outcome=command.outcome)
+        super().submit_command(command)
+
+    @_locked
+    def complete_command(
+        self, command_id: str, *, now: datetime, outcome: str | None = None
+    ) -> None:
+        current = self._commands.get(command_id)
+        if current is not None and current.finished_at is None:  # only a write meets the column
+            self._check("complete_command", outcome=outcome)
+        super().complete_command(command_id, now=now, outcome=outcome)
+
+
 class RefusesLimitZero(_Memory):
     """Refuses ``query`` and ``claim_commands`` with a limit below 1 (``limit=0``),
     raising ``refusal``: StoreError here, ValueError in its ``...ValueError`` twin.
@@ -738,6 +813,7 @@ STORES: tuple[type[InMemoryTaskStore], ...] = (
     KeywordsAlsoPositional,
     ClaimNewestFirstList,
     RefusesLongIds,
+    RefusesLongText,
     RefusesLimitZero,
     RefusesLimitZeroValueError,
     RaisesOnUnknownCommand,

@@ -11,6 +11,7 @@ import inspect
 import sqlite3
 import types
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import latitude_sqlite as lsql
@@ -20,6 +21,8 @@ import pytest
 from chongming_conformance import (
     Command,
     ConcurrencyConflict,
+    Failure,
+    Progress,
     StoreError,
     TaskQuery,
     TaskSnapshot,
@@ -314,6 +317,36 @@ def test_refuses_long_ids_and_never_truncates() -> None:
             store.submit_command(refused_command)
     store.submit_command(command(controller_id, controller_id, issued_by=ok))
     assert _cids(store.claim_commands(now=at(0), lease_seconds=1.0)) == [controller_id]
+
+
+def test_refuses_long_text_and_never_truncates() -> None:
+    store = lmem.RefusesLongText()
+    ok, long = "x" * lmem.MAX_TEXT_LENGTH, "x" * (lmem.MAX_TEXT_LENGTH + 1)
+    for refused in (snapshot("t", name=long),
+                    snapshot("t", progress=Progress(done=0, message=long))):
+        with pytest.raises(StoreError):
+            store.create(refused)
+        assert store.query() == [], "a refused create stores nothing"
+    failure = Failure("E" * 8192, "m" * 8192, "d" * 8192)  # the controller's: taken
+    taken = snapshot("t", name=ok, progress=Progress(done=0, message=ok), failure=failure)
+    store.create(taken)
+    assert store.get("t") == taken
+    with pytest.raises(StoreError):
+        store.touch("t", progress=Progress(done=1, message=long))
+    assert store.get("t") == taken, "a refused touch changes nothing"
+    with pytest.raises(StoreError):
+        store.save(snapshot("t", version=2, name=long), expect_version=1)
+    with pytest.raises(ConcurrencyConflict):  # the specified conflict comes first
+        store.save(snapshot("t", version=3, name=long), expect_version=7)
+    row = transition("t", 1, reason="r" * 8192)
+    store.append(row)  # the controller's reason: taken
+    assert list(store.history("t")) == [row]
+    with pytest.raises(StoreError):
+        store.submit_command(replace(command("c", "t"), outcome=long))
+    store.submit_command(command("c", "t"))
+    with pytest.raises(StoreError):
+        store.complete_command("c", now=at(1), outcome=long)
+    assert _cids(store.claim_commands(now=at(0), lease_seconds=1.0)) == ["c"]
 
 
 @pytest.mark.parametrize("cls", _twins(lmem.RefusesLimitZero), ids=lambda c: c.__name__)

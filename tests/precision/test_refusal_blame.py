@@ -10,6 +10,7 @@ instant the kit draws, 1970-2200).
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from y2038_stores import RefusesPast2038
 
 from chongming_conformance.blame import blamed, parse_blames
 from chongming_conformance.messages import unusual_values
-from chongming_conformance.model import TaskSnapshot, TaskStatus
+from chongming_conformance.model import Failure, TaskSnapshot, TaskStatus
 
 LATE = datetime(2040, 3, 1, tzinfo=UTC)
 
@@ -54,7 +55,11 @@ def test_long_ids_and_texts_are_named_on_their_clauses() -> None:
     snap = TaskSnapshot("t" * 300, "x" * 2000, TaskStatus.PENDING, 0, LATE, LATE)
     found = unusual_values(snap)
     assert found["LENGTH-IDS"] == ["task_id of 300 characters"]
-    assert found["LENGTH-TEXT"] == ["name of 2000 characters"]
+    # A long name the store may refuse (a SHOULD); the controller's own text it must take.
+    assert found["LENGTH-TEXT-CAPACITY"] == ["name of 2000 characters"]
+    assert "LENGTH-TEXT" not in found
+    failed = replace(snap, failure=Failure("E", "m", "d" * 3000))
+    assert unusual_values(failed)["LENGTH-TEXT"] == ["failure.detail of 3000 characters"]
     assert "TIME-UTC-ROUNDTRIP" in found
 
 

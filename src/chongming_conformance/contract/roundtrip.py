@@ -285,9 +285,19 @@ class RoundTripContract(ContractBase):
         )
 
     @checks("LENGTH-TEXT")
-    def test_length_text__long_names_and_messages(self) -> None:
-        """A NAME_LENGTH-character name and TEXT_LENGTH-character free text, every UTF-8
-        width; each write made first with short values (a precondition on its own clause)."""
+    def test_length_text__exact_or_refused_never_truncated(self) -> None:
+        """NAME_LENGTH-character names (a pair differing only in the last character) and
+        TEXT_LENGTH-character free text, every UTF-8 width: each write is taken -- and read
+        back, matched and told apart exactly -- or refused with StoreError, leaving nothing.
+
+        Refusing is allowed because the original guide names no length (§10) -- except for
+        the text the controller writes itself: a failed task's error type, message and
+        detail (``traceback.format_exc(limit=8)``) and the transition's reason. A store
+        refusing them cannot record a failure (the controller's write-through fails and the
+        transition stays buffered: CTRL-PLUGS-IN's scenario shows it at 255 characters), so
+        those must be taken. Whether the rest is taken is LENGTH-TEXT-CAPACITY (a SHOULD).
+        Each write is first made with short values (a precondition on its own clause).
+        """
         short = snapshot("t-short", name="n", progress=Progress(done=1, total=2, message="m"),
                          failure=Failure("t", "m", "d"))
         self._given(short)
@@ -295,25 +305,86 @@ class RoundTripContract(ContractBase):
         self._given_command(replace(command("c-short", "t-short"), outcome="o"))
         text = {k: long_text(TEXT_LENGTH, tail=k) for k in
                 ("progress", "type", "message", "detail", "reason", "outcome")}
-        name = long_text(NAME_LENGTH, tail="name")
-        task = snapshot(
-            "t-long", name=name,
-            progress=Progress(done=1, total=2, message=text["progress"]),
-            failure=Failure(text["type"], text["message"], text["detail"]),
-        )
-        self.store.create(task)
-        got = self._get("t-long")
-        assert (got.name, got.progress, got.failure) == (name, task.progress, task.failure), (
-            "a long name or long free text changed on its way back")
-        self._assert_query(["t-long"], f"a {NAME_LENGTH}-character name matches itself",
-                           name=name)
-        self._assert_query(["t-long"], "a long name prefix", name_prefix=name[:-1])
-        row = Transition("t-long", 1, None, TaskStatus.PENDING, at(0), text["reason"])
-        self.store.append(row)
-        assert [t.reason for t in self.store.history("t-long")] == [text["reason"]], (
+        # What the controller writes: taken, and back exactly.
+        failed = snapshot("t-failed", created=1, status=TaskStatus.FAILED,
+                          failure=Failure(text["type"], text["message"], text["detail"]))
+        _taken_or_fail(f"create() of a failure of {TEXT_LENGTH}-character type, message and "
+                       "detail (the controller writes a traceback there)",
+                       functools.partial(self.store.create, failed))
+        got = self._get("t-failed")
+        assert got.failure == failed.failure, (
+            f"a long failure changed on its way back: {_diff(failed, got)}")
+        row = Transition("t-failed", 1, None, TaskStatus.PENDING, at(0), text["reason"])
+        _taken_or_fail(f"append() of a {TEXT_LENGTH}-character reason (the controller writes "
+                       "the exception there)", functools.partial(self.store.append, row))
+        assert [t.reason for t in self.store.history("t-failed")] == [text["reason"]], (
             "a long transition reason changed")
-        sent = replace(command("c-long", "t-long", created=1), outcome=text["outcome"])
-        self.store.submit_command(sent)
-        got_cmds = [c for c in self._claim(now=at(10), lease_seconds=LEASE)
-                    if c.command_id == "c-long"]
-        assert [c.outcome for c in got_cmds] == [text["outcome"]], "a long outcome changed"
+        # Names and the progress message: taken exactly, or refused leaving nothing.
+        tasks = {f"name {k}": snapshot(f"t-name-{k}", created=2 + n,
+                                       name=long_text(NAME_LENGTH, tail=f"name{k}"))
+                 for n, k in enumerate(("A", "B"))}
+        tasks["progress message"] = snapshot("t-progress", created=4, progress=Progress(
+            done=1, total=2, message=text["progress"]))
+        kept = {what: t for what, t in tasks.items() if _taken(
+            f"create() of a task with a long {what[:-2] if what.startswith('name') else what}",
+            functools.partial(self.store.create, t))}
+        stored = sorted(_ids(self._all_tasks()))
+        want = sorted({"t-short", "t-failed", *(t.task_id for t in kept.values())})
+        assert stored == want, (
+            f"after creating tasks with long names and text (taken: {sorted(kept)}; refused: "
+            f"{sorted(set(tasks) - set(kept))}), query() holds {stored}: a refused create "
+            "left a row")
+        for what, t in kept.items():
+            got = self._get(t.task_id)
+            assert (got.name, got.progress) == (t.name, t.progress), (
+                f"the task made for {what!r} changed on its way back: {_diff(t, got)}")
+            if what.startswith("name"):
+                self._assert_query([t.task_id], f"a {NAME_LENGTH}-character name matches only "
+                                   "itself", name=t.name)
+                prefix = t.name[:-1]  # the pair's common prefix: both match it
+                self._assert_query(
+                    [x.task_id for w, x in kept.items()
+                     if w.startswith("name") and x.name.startswith(prefix)],
+                    "a long name's prefix", name_prefix=prefix)
+        # A command outcome, at submit and at complete.
+        sent = replace(command("c-long", "t-failed", created=1), outcome=text["outcome"])
+        if _taken(f"submit_command() with a {TEXT_LENGTH}-character outcome",
+                  functools.partial(self.store.submit_command, sent)):
+            got_cmds = [c for c in self._claim(now=at(10), lease_seconds=LEASE)
+                        if c.command_id == "c-long"]
+            assert [c.outcome for c in got_cmds] == [text["outcome"]], "a long outcome changed"
+        else:
+            got_cmds = self._claim(now=at(10), lease_seconds=LEASE)
+            assert "c-long" not in [c.command_id for c in got_cmds], (
+                "a refused submit_command() left a command")
+
+    @checks("LENGTH-TEXT-CAPACITY")
+    def test_length_text_capacity__long_names_and_text_taken(self) -> None:
+        """A NAME_LENGTH-character name and TEXT_LENGTH-character free text (every UTF-8
+        width) in every kind of write are taken, not refused with StoreError. Only the
+        refusal is this clause's: whether they come back exactly is LENGTH-TEXT's."""
+        self._given(snapshot("short"))
+        # Not the failure or the reason: the controller writes those, LENGTH-TEXT requires them.
+        text = {k: long_text(TEXT_LENGTH, tail=k) for k in ("progress", "outcome")}
+        refused: list[str] = []
+
+        def write(what: str, call: Callable[[], object]) -> None:
+            try:
+                call()
+            except StoreError as exc:
+                refused.append(f"{what}: {type(exc).__name__}: {exc}")
+
+        write("create() with a long name and progress message", lambda: self.store.create(
+            snapshot("t-long", name=long_text(NAME_LENGTH, tail="name"),
+                     progress=Progress(done=1, total=2, message=text["progress"]))))
+        write("touch() with a long progress message", lambda: self.store.touch(
+            "short", progress=Progress(done=1, total=2, message=text["progress"])))
+        write("submit_command() with a long outcome", lambda: self.store.submit_command(
+            replace(command("c-long", "short"), outcome=text["outcome"])))
+        self.store.submit_command(command("c-done", "short", created=1))
+        write("complete_command() with a long outcome", lambda: self.store.complete_command(
+            "c-done", now=at(1), outcome=text["outcome"]))
+        assert not refused, (
+            f"names of {NAME_LENGTH} or free text of {TEXT_LENGTH} characters refused (a "
+            "SHOULD: the original names no length): " + "; ".join(refused)
+        )
