@@ -37,6 +37,17 @@ pytest.register_assert_rewrite(
     "chongming_conformance.oracle",
 )
 
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every kit module loaded before the first draw, as the plugin does for a store's run:
+    hypothesis mixes the constants of loaded local modules into its draws, so without this a
+    derandomized check drew other inputs depending on which test files ran before it in the
+    process (tests/test_draws.py; src/chongming_conformance/plugin/draws.py)."""
+    from chongming_conformance.plugin.draws import import_kit_modules
+
+    import_kit_modules()
+
+
 DSN_ENV = "CHONGMING_TEST_POSTGRES"
 REQUIRE_ENV = "CHONGMING_REQUIRE_POSTGRES"
 MARIADB_DSN_ENV = "CHONGMING_TEST_MARIADB"

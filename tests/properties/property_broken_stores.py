@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from broken_stores import Base, PipelineTestedByTruthiness, PruneHistoryByPattern
+from broken_stores import (
+    Base,
+    PipelineTestedByTruthiness,
+    PruneHistoryByPattern,
+    TagRowsKeepCreatedAt,
+)
 
 from chongming_conformance import (
     Command,
@@ -202,36 +207,6 @@ class TaskIdPadSpace(Base):
     def __init__(self) -> None:
         super().__init__()
         self._tasks = _PadSpaceKeys()
-
-
-class TagRowsKeepCreatedAt(Base):
-    """Tag rows carry a copy of ``created_at`` so a tag query can be ordered from the tag
-    table alone; the copy is rewritten only when the tags change, so a save that changes
-    ``created_at`` and keeps the tags leaves tag queries in the old order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._tag_created: dict[str, datetime] = {}
-
-    def create(self, snapshot: TaskSnapshot) -> None:
-        super().create(snapshot)
-        self._tag_created[snapshot.task_id] = snapshot.created_at
-
-    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
-        before = self._tasks.get(snapshot.task_id)
-        super().save(snapshot, expect_version=expect_version)
-        if before is None or before.tags != snapshot.tags:
-            self._tag_created[snapshot.task_id] = snapshot.created_at
-
-    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
-        q = query or TaskQuery()
-        if q.tag is None:
-            return super().query(q)
-        with self._lock:
-            found = [t for t in self._tasks.values() if _matches(t, q)]
-        found.sort(key=lambda t: (self._tag_created[t.task_id], t.task_id),
-                   reverse=q.newest_first)
-        return found if q.limit is None else found[: q.limit]
 
 
 BROKEN_STORES: dict[str, type[InMemoryTaskStore]] = {

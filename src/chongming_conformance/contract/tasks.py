@@ -208,3 +208,64 @@ class TaskContract(ContractBase):
         )
         assert self._absent("ghost"), "save() of a missing task created it"
         assert self._all_tasks() == [], "save() of a missing task added a row"
+
+    # ========================================================================================
+    # a save that changes one field, then the reads it affects
+    # ========================================================================================
+    # A caller changes one or two fields per save and keeps the rest. A store that keeps a
+    # derived copy of a field (tag rows carrying created_at for ordering, a name or run-id
+    # index) and refreshes it only when "its" field changes answers these reads from the
+    # stale copy. The scene's save goes through _given_saved, so a save that loses fields is
+    # SAVE-CAS's failure; what each test proves is the read.
+    def _one_field_scene(self, **changed: object) -> None:
+        """Three tasks alike but for created_at; ``t-0`` then saved with only ``changed``."""
+        alike = {"name": "job", "status": TaskStatus.RUNNING, "tags": frozenset({"x"}),
+                 "bucket": 1, "pipeline_run_id": "run"}
+        self._given(*(snapshot(f"t-{i}", created=i, **alike) for i in range(3)))  # type: ignore[arg-type]
+        base = self._present("t-0")
+        self._given_saved(base.evolve(status_version=2, **changed), expect_version=1)
+
+    @checks("QUERY-ORDER-CREATED")
+    def test_query_order_created__after_a_save_changing_only_created_at(self) -> None:
+        self._one_field_scene(created_at=at(5))
+        for filters in ({}, {"tag": "x"}, {"statuses": {TaskStatus.RUNNING}}, {"buckets": {1}},
+                        {"pipeline_run_id": "run"}, {"name": "job"}, {"name_prefix": "jo"}):
+            self._assert_query(["t-1", "t-2", "t-0"], "t-0 moved last by a save changing only "
+                               "its created_at (a derived copy kept the old one?)", **filters)
+            self._assert_query(["t-0"], "newest first after that save", newest_first=True,
+                               limit=1, **filters)
+
+    @checks("QUERY-NAME-EXACT")
+    def test_query_name_exact__after_a_save_changing_only_the_name(self) -> None:
+        self._one_field_scene(name="renamed")
+        self._assert_query(["t-0"], "the new name, after a save changing only it", name="renamed")
+        self._assert_query(["t-1", "t-2"], "the old name no longer matches t-0", name="job")
+
+    @checks("QUERY-TAG-EXACT")
+    def test_query_tag_exact__after_a_save_changing_only_the_tags(self) -> None:
+        self._one_field_scene(tags=frozenset({"y"}))
+        self._assert_query(["t-0"], "the new tag, after a save changing only the tags", tag="y")
+        self._assert_query(["t-1", "t-2"], "the old tag no longer matches t-0", tag="x")
+
+    @checks("QUERY-BUCKETS")
+    def test_query_buckets__after_a_save_changing_only_the_bucket(self) -> None:
+        self._one_field_scene(bucket=2)
+        self._assert_query(["t-0"], "the new bucket, after a save changing only it",
+                           buckets={2})
+        self._assert_query(["t-1", "t-2"], "the old bucket no longer holds t-0", buckets={1})
+
+    @checks("QUERY-PIPELINE")
+    def test_query_pipeline__after_a_save_changing_only_the_run_id(self) -> None:
+        self._one_field_scene(pipeline_run_id="run-2")
+        self._assert_query(["t-0"], "the new run id, after a save changing only it",
+                           pipeline_run_id="run-2")
+        self._assert_query(["t-1", "t-2"], "the old run id no longer matches t-0",
+                           pipeline_run_id="run")
+
+    @checks("QUERY-STATUSES")
+    def test_query_statuses__after_a_save_changing_only_the_status(self) -> None:
+        self._one_field_scene(status=TaskStatus.SUCCEEDED)
+        self._assert_query(["t-0"], "the new status, after a save changing only it",
+                           statuses={TaskStatus.SUCCEEDED})
+        self._assert_query(["t-1", "t-2"], "the old status no longer matches t-0",
+                           statuses={TaskStatus.RUNNING})
