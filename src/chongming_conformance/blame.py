@@ -104,7 +104,7 @@ def blamed_write(clause_ids: Iterable[str], call: Callable[[], T], *records: obj
     and some of their values are out of the ordinary (a datetime past 2038-01-19, an id
     longer than the controller's, a long text: ``messages.unusual_values``), the failure
     is a refusal of the input, naming those values, blamed on the clauses owning their
-    fidelity (TIME-UTC-ROUNDTRIP, LENGTH-IDS; LENGTH-TEXT for the text the controller
+    fidelity (TIME-UTC-ROUNDTRIP, LENGTH-IDS-CAPACITY; LENGTH-TEXT for the text the controller
     writes, LENGTH-TEXT-CAPACITY for any other) -- not on ``clause_ids``, the write's own,
     which an ordinary input would have met. Anything else is blamed on
     ``clause_ids``."""

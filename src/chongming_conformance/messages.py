@@ -165,7 +165,7 @@ def _values(record: object, path: str = "") -> list[tuple[str, object]]:
 def unusual_values(*records: object) -> dict[str, list[str]]:
     """What in ``records`` a store may refuse for its column types, by the clause owning the
     value's fidelity: datetimes outside a 32-bit ``TIMESTAMP`` (TIME-UTC-ROUNDTRIP), ids
-    longer than the controller's (LENGTH-IDS), texts longer than 255 characters: those the
+    longer than the controller's (LENGTH-IDS-CAPACITY: a store may refuse them), texts longer than 255 characters: those the
     controller writes itself, a failure or a reason up to 8,192, are LENGTH-TEXT's (a store
     must take them), any other LENGTH-TEXT-CAPACITY's (a store may refuse them, a SHOULD).
     Empty when every value is ordinary."""
@@ -183,7 +183,9 @@ def unusual_values(*records: object) -> dict[str, list[str]]:
                         f"{name} {value.isoformat()}, before 1970-01-01T00:00:01Z (a 32-bit "
                         "TIMESTAMP column?)")
             elif isinstance(value, str) and root in ID_FIELDS and len(value) > ORDINARY_ID:
-                found.setdefault("LENGTH-IDS", []).append(
+                # Longer than the controller's ids: a store may refuse it (LENGTH-IDS takes
+                # the refusal; 255 is the SHOULD's recommendation).
+                found.setdefault("LENGTH-IDS-CAPACITY", []).append(
                     f"{name} of {len(value)} characters")
             elif isinstance(value, str) and root not in ID_FIELDS and len(value) > ORDINARY_TEXT:
                 must = (name in CONTROLLER_TEXT or root in CONTROLLER_TEXT) and (

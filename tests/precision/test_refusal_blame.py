@@ -54,7 +54,7 @@ def test_an_ordinary_input_refused_stays_the_writes_own_failure() -> None:
 def test_long_ids_and_texts_are_named_on_their_clauses() -> None:
     snap = TaskSnapshot("t" * 300, "x" * 2000, TaskStatus.PENDING, 0, LATE, LATE)
     found = unusual_values(snap)
-    assert found["LENGTH-IDS"] == ["task_id of 300 characters"]
+    assert found["LENGTH-IDS-CAPACITY"] == ["task_id of 300 characters"]
     # A long name the store may refuse (a SHOULD); the controller's own text it must take.
     assert found["LENGTH-TEXT-CAPACITY"] == ["name of 2000 characters"]
     assert "LENGTH-TEXT" not in found
