@@ -364,10 +364,13 @@ class CommandContract(ContractBase):
         self.store.submit_command(command("c-1"))
         self._claim(now=at(0), lease_seconds=LEASE)
         self.store.complete_command("c-1", now=at(1))
-        self._completed_stays_out(self._claim(now=at(1.5), lease_seconds=LEASE), "c-1")
-        self.store.release_command("c-1", now=at(2))
-        _never_submitted("release_command", lambda: self.store.release_command("nope", now=at(2)))
-        assert list(self._claim(now=at(3), lease_seconds=LEASE)) == [], (
+        # Past the claim's lease: only completion keeps it out now (inside the lease, the
+        # lease alone would, and a complete that did nothing went unseen).
+        self._completed_stays_out(self._claim(now=at(LEASE + 1), lease_seconds=LEASE), "c-1")
+        self.store.release_command("c-1", now=at(LEASE + 2))
+        _never_submitted("release_command",
+                         lambda: self.store.release_command("nope", now=at(LEASE + 2)))
+        assert list(self._claim(now=at(LEASE + 3), lease_seconds=LEASE)) == [], (
             "releasing a completed command made it claimable"
         )
 
