@@ -7,13 +7,17 @@ on the broken store whose bug it is about (else the guess would never be blamed)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import broken_stores
 import pytest
 
 from chongming_conformance import confirm
+from chongming_conformance.model import TaskQuery, TaskSnapshot, TaskStatus
+from chongming_conformance.oracle import query_culprits
 from chongming_conformance.protocol import TaskStore
 from reference_stores.memory import InMemoryTaskStore
 
@@ -25,6 +29,33 @@ MIXED_ZONES = [
     datetime(2031, 1, 1, 14, 0, tzinfo=KATHMANDU),
     datetime(2031, 1, 1, 9, 0, tzinfo=UTC),
 ]
+
+#: Claimed two at a time, wall-clock order and instant order take the same first command
+#: (01:00 UTC) and differ in the second: 10:00+08:00 (02:00 UTC) by instant, 05:00 UTC by
+#: wall clock -- a claim of one cannot tell them apart.
+SECOND_PICK = [
+    datetime(2031, 1, 1, 1, 0, tzinfo=UTC),
+    datetime(2031, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=8))),
+    datetime(2031, 1, 1, 5, 0, tzinfo=UTC),
+]
+
+
+class IgnoresSetFilter(InMemoryTaskStore):
+    """A query that drops one set filter (``FIELD``) altogether."""
+
+    FIELD = ""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        return super().query(replace(query or TaskQuery(), **{self.FIELD: None}))
+
+
+class IgnoresStatuses(IgnoresSetFilter):
+    FIELD = "statuses"
+
+
+class IgnoresBuckets(IgnoresSetFilter):
+    FIELD = "buckets"
+
 
 PROBES: list[tuple[str, Callable[[], confirm.Probe], type[TaskStore]]] = [
     ("ties_dropped", confirm.ties_dropped, broken_stores.QueryDropsTies),
@@ -40,6 +71,14 @@ PROBES: list[tuple[str, Callable[[], confirm.Probe], type[TaskStore]]] = [
     ("claim_order_follows_wall_clock",
      lambda: confirm.claim_order_follows_wall_clock(MIXED_ZONES),
      broken_stores.SortsByWallClockText),
+    ("claim_order_follows_wall_clock_second_pick",
+     lambda: confirm.claim_order_follows_wall_clock(SECOND_PICK, 2),
+     broken_stores.SortsByWallClockText),
+    ("set_filter_ignored_statuses", lambda: confirm.set_filter_ignored("statuses"),
+     IgnoresStatuses),
+    ("set_filter_ignored_buckets", lambda: confirm.set_filter_ignored("buckets"),
+     IgnoresBuckets),
+    ("touch_moves_version", confirm.touch_moves_version, broken_stores.TouchBumpsVersion),
 ]
 
 
@@ -61,3 +100,35 @@ def test_ties_probe_is_refuted_on_a_filter_bug_that_drops_a_tied_task() -> None:
     # The audit's case: a tag looked up by JSON path misses a task that happens to tie
     # with another; the tie is not why, and the probe (plain names, no tags) says so.
     assert confirm.ties_dropped()(broken_stores.JsonPathTag()) is False
+
+
+def test_a_claim_of_one_cannot_see_a_wall_clock_second_pick() -> None:
+    # Why the probe takes the claim's size: with one, both orders take the same command.
+    store = broken_stores.SortsByWallClockText
+    assert confirm.claim_order_follows_wall_clock(SECOND_PICK)(store()) is False
+    assert confirm.claim_order_follows_wall_clock(SECOND_PICK, 2)(store()) is True
+
+
+def test_set_filter_probe_is_refuted_where_only_the_empty_set_is_no_filter() -> None:
+    # The empty-set bug keeps its clause: a non-empty set filters on that store.
+    for field in ("statuses", "buckets"):
+        assert confirm.set_filter_ignored(field)(broken_stores.QueryEmptySetIsNoFilter()) is False
+
+
+@pytest.mark.parametrize(
+    ("store", "field", "clause"),
+    [
+        (broken_stores.QueryEmptySetIsNoFilter, "statuses", "QUERY-EMPTY-SET-MATCHES-NOTHING"),
+        (broken_stores.QueryEmptySetIsNoFilter, "buckets", "QUERY-EMPTY-SET-MATCHES-NOTHING"),
+        (IgnoresStatuses, "statuses", "QUERY-STATUSES"),
+        (IgnoresBuckets, "buckets", "QUERY-BUCKETS"),
+    ],
+)
+def test_an_empty_set_that_matches_is_blamed_on_the_clause_a_fresh_store_shows(
+    store: type[TaskStore], field: str, clause: str
+) -> None:
+    at = datetime(2031, 1, 1, tzinfo=UTC)
+    task = TaskSnapshot("t-1", "job", TaskStatus.PENDING, 1, at, at, bucket=3)
+    q = TaskQuery(**{field: frozenset()})
+    with confirm.confirming(lambda: contextlib.nullcontext(store())):
+        assert query_culprits([task], [task], q) == (clause,)

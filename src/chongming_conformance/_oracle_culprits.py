@@ -28,15 +28,17 @@ from .confirm import (
     limit_before_filter,
     query_order_follows_wall_clock,
     release_reopens_finished,
+    set_filter_ignored,
     ties_dropped,
 )
 from .model import Command, TaskQuery, TaskSnapshot, Transition
 
-__all__ = ["claim_culprits", "history_culprits", "lease_culprit", "query_culprits"]
+__all__ = ["FILTER_CLAUSES", "claim_culprits", "history_culprits", "lease_culprit",
+           "query_culprits"]
 
 
 #: The clause each single filter of a TaskQuery is about.
-_FILTER_CLAUSES: dict[str, str] = {
+FILTER_CLAUSES: dict[str, str] = {
     "statuses": "QUERY-STATUSES",
     "name": "QUERY-NAME-EXACT",
     "name_prefix": "QUERY-NAME-PREFIX-LITERAL",
@@ -49,15 +51,23 @@ _FILTER_CLAUSES: dict[str, str] = {
 def _filter_clauses(task: TaskSnapshot, q: TaskQuery, *, failing: bool) -> set[str]:
     """The clauses of the filters of ``q`` that ``task`` fails (or that are set at all)."""
     out = set()
-    for name, cid in _FILTER_CLAUSES.items():
+    for name, cid in FILTER_CLAUSES.items():
         value = getattr(q, name)
         if value is None:
             continue
         if failing and matches(task, TaskQuery(**{name: value})):
             continue
         empty_set = name in ("statuses", "buckets") and not value
-        out.add("QUERY-EMPTY-SET-MATCHES-NOTHING" if empty_set else cid)
+        out.add(_empty_set_clause(name, cid) if empty_set else cid)
     return out
+
+
+def _empty_set_clause(name: str, cid: str) -> str:
+    """The clause an empty ``statuses`` / ``buckets`` set that matched a task shows broken:
+    QUERY-EMPTY-SET-MATCHES-NOTHING only when a non-empty set of that filter does filter on
+    a fresh store; a store ignoring the filter altogether returns everything for the empty
+    set too, and that is the filter's own clause (``cid``)."""
+    return decide(set_filter_ignored(name), cid, "QUERY-EMPTY-SET-MATCHES-NOTHING")
 
 
 def _wall(t: datetime) -> datetime:
@@ -289,6 +299,18 @@ def claim_culprits(
                 if op in _MISSING_AFTER:
                     out.add(_MISSING_AFTER[op])
         return tuple(sorted(out)) if len(out) == 1 else ()
+    # Taken by wall-clock text rather than the instant? Asked first: a command passed over
+    # for its offset looks just like one a release lost (the rule below). A fresh store
+    # claiming as many of these times as this claim took tells (confirm.py).
+    walls = sorted(_wall(c.created_at) for c in result)
+    by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
+    if result and walls == by_wall:
+        probe = claim_order_follows_wall_clock([c.created_at for c in free], len(result))
+        verdict = confirmed(probe)
+        if verdict is None:
+            return (UNCONFIRMED,)
+        if verdict:
+            return ("TIME-INSTANT-ORDER",)
     # A substitution: the right number, but an older claimable command was passed over.
     if result:
         newest = max(instant(c.created_at) for c in result)
@@ -304,9 +326,4 @@ def claim_culprits(
             if all(_before_rounded_up(leases.get(c.command_id), now) for c in expired):
                 return (_lease_precision("CLAIM-EXPIRED-RECLAIM"),)
             return ("CLAIM-EXPIRED-RECLAIM",)
-    walls = sorted(_wall(c.created_at) for c in result)
-    by_wall = sorted(_wall(c.created_at) for c in free)[: len(result)]
-    if walls == by_wall:
-        probe = claim_order_follows_wall_clock([c.created_at for c in free])
-        return (decide(probe, "TIME-INSTANT-ORDER", "CLAIM-ORDER"),)
     return ("CLAIM-ORDER",)

@@ -61,9 +61,11 @@ __all__ = [
     "limit_before_filter",
     "query_order_follows_wall_clock",
     "release_reopens_finished",
+    "set_filter_ignored",
     "snapshot_fields_change",
     "snapshot_times_change",
     "ties_dropped",
+    "touch_moves_version",
     "transition_times_change",
 ]
 
@@ -228,9 +230,13 @@ def query_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
     return probe
 
 
-def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
-    """Commands created at ``created``: does a claim of one take the wall-clock oldest
-    where that is not the instant-oldest?"""
+def claim_order_follows_wall_clock(created: Sequence[datetime], count: int = 1) -> Probe:
+    """Commands created at ``created``: does a claim of ``count`` take the ``count``
+    wall-clock oldest where those are not the ``count`` instant-oldest?
+
+    ``count`` is the size of the claim that came back wrong: a store ordering by wall clock
+    may take the same first command as by instant and differ only in a later pick, which a
+    claim of one never shows."""
 
     def probe(store: TaskStore) -> bool:
         # One command per task, each task fresh: a store keeping one command per task
@@ -242,16 +248,68 @@ def claim_order_follows_wall_clock(created: Sequence[datetime]) -> Probe:
             sent[sent_command.command_id] = at
             store.submit_command(sent_command)
         now = max(created, key=lambda t: t.astimezone(UTC))  # no date it was not given
-        got = list(store.claim_commands(now=now, lease_seconds=1.0, limit=1))
-        if len(got) != 1 or got[0].command_id not in sent:
-            return False
-        taken = sent[got[0].command_id]  # what was submitted, whatever came back
-        oldest_instant = min(created, key=lambda t: t.astimezone(UTC))
-        oldest_wall = min(created, key=_wall)
-        return taken != oldest_instant and taken == oldest_wall
+        got = list(store.claim_commands(now=now, lease_seconds=1.0, limit=count))
+        ids = [c.command_id for c in got]
+        if (len(ids) != min(count, len(sent)) or len(set(ids)) != len(ids)
+                or not set(ids) <= set(sent)):
+            return False  # another bug (the limit, a lost command): not this one
+        taken = [sent[i] for i in ids]  # what was submitted, whatever came back
+        left = [at for i, at in sent.items() if i not in set(ids)]
+        return (not _first_by(taken, left, lambda t: t.astimezone(UTC))
+                and _first_by(taken, left, _wall))
 
     return probe
 
+
+def _first_by(taken: Sequence[datetime], left: Sequence[datetime],
+              key: Callable[[datetime], datetime]) -> bool:
+    """Is every time taken at or before every time left, by ``key`` (ties either way)?"""
+    return not taken or not left or max(map(key, taken)) <= min(map(key, left))
+
+
+def set_filter_ignored(field: str) -> Probe:
+    """Two tasks, one in a set filter's value and one not: does ``query(field={value})``
+    (``statuses`` or ``buckets``, a non-empty set) return the one that does not match?
+
+    An empty set that matches everything is what a store ignoring the filter altogether
+    does too; this tells that store (the filter's own clause) from one that mistakes only
+    the empty set for "no filter" (QUERY-EMPTY-SET-MATCHES-NOTHING)."""
+
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+        inside, outside = _fresh_id(), _fresh_id()
+        if field == "statuses":
+            values = {inside: TaskStatus.RUNNING, outside: TaskStatus.PENDING}
+            query = TaskQuery(statuses=frozenset({TaskStatus.RUNNING}))
+            for task_id, status in values.items():
+                store.create(TaskSnapshot(task_id, "probe", status, 0, at, at))
+        elif field == "buckets":
+            query = TaskQuery(buckets=frozenset({7}))
+            for task_id, bucket in ((inside, 7), (outside, 8)):
+                store.create(TaskSnapshot(task_id, "probe", TaskStatus.PENDING, 0, at, at,
+                                          bucket=bucket))
+        else:
+            raise ValueError(f"not a set filter: {field!r}")
+        got = [t.task_id for t in store.query(query)]
+        return outside in got
+
+    return probe
+
+
+def touch_moves_version() -> Probe:
+    """A task at version 1 touched (heartbeat and progress): is its ``status_version``
+    other than 1 afterwards? A controller whose status save then conflicts with its own
+    heartbeat shows this, not a second writer."""
+
+    def probe(store: TaskStore) -> bool:
+        at = datetime(2031, 1, 1, tzinfo=UTC)
+        task_id = _fresh_id()
+        store.create(TaskSnapshot(task_id, "probe", TaskStatus.RUNNING, 1, at, at))
+        store.touch(task_id, heartbeat_at=at + timedelta(seconds=1))
+        got = store.get(task_id)
+        return got is not None and got.status_version != 1
+
+    return probe
 
 
 def claim_leases_beyond_limit() -> Probe:

@@ -24,13 +24,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from ._oracle_culprits import claim_culprits, history_culprits, lease_culprit, query_culprits
+from ._oracle_culprits import (
+    FILTER_CLAUSES,
+    claim_culprits,
+    history_culprits,
+    lease_culprit,
+    query_culprits,
+)
 from ._oracle_model import Model, claimable, expected_counts, instant, matches
 from .assertions import query_mismatch
 from .blame import blame
 from .model import Command, TaskQuery, TaskSnapshot
 
 __all__ = [
+    "FILTER_CLAUSES",
     "Model",
     "check_claim",
     "check_prune",
