@@ -29,6 +29,7 @@ from ..blame import (
 from ..confirm import confirming
 from ..errors import StoreError
 from ..model import Command, TaskQuery, TaskSnapshot, Transition
+from ..oracle import FILTER_CLAUSES
 from ..protocol import TaskStore
 from ..samples import adversarial_values, snapshot
 from ..seam import StoreSeam
@@ -73,6 +74,20 @@ def _dropped_fields(
     ):
         return clause
     return ""
+
+
+def _history_culprit(
+    expected: Sequence[Transition], got: Sequence[Transition], default: str
+) -> str:
+    """The clause a wrong ``history()`` answer shows broken when the test's subject is which
+    rows it holds: the expected rows in another order, HISTORY-ORDERED; otherwise (rows
+    compared in version order) what :func:`~chongming_conformance.blame.records_culprit`
+    or a dropped field reads off the pairs, else ``default``."""
+    ordered = sorted(got, key=lambda t: t.version)
+    if list(got) != list(expected) and ordered == sorted(expected, key=lambda t: t.version):
+        return "HISTORY-ORDERED"
+    want = sorted(expected, key=lambda t: t.version)
+    return records_culprit(want, ordered, "") or _dropped_fields(want, ordered) or default
 
 
 def expect_on(clause: str, ok: bool, message: str) -> None:
@@ -210,15 +225,31 @@ class ContractBase(StoreSeam):
 
     def _assert_history(self, task_id: str, expected: list[Transition], why: str) -> None:
         """``history(task_id)`` equals ``expected``; rows that differ in their times alone
-        are TIME-UTC-ROUNDTRIP's failure (a truncated or re-zoned ``at``), not the test's."""
+        are TIME-UTC-ROUNDTRIP's failure (a truncated or re-zoned ``at``), the right rows
+        in another order HISTORY-ORDERED's (which rows is the test's subject), not the
+        test's."""
         got = list(self.store.history(task_id))
         if got == expected:
             return
         exc = AssertionError(f"{why}: history({task_id!r}) is {got!r}, expected {expected!r}")
-        culprit = records_culprit(expected, got, "") or _dropped_fields(expected, got)
+        culprit = _history_culprit(expected, got, "")
         if culprit:
             blame(exc, (culprit,))
         raise exc
+
+    def _assert_versions(self, rows: Sequence[Transition], expected: Sequence[int],
+                         why: str) -> None:
+        """The versions of ``rows`` (a ``history()`` answer) are ``expected``. Which rows
+        is the calling test's subject; the right ones out of order are HISTORY-ORDERED's
+        failure (a knock-on), not the test's."""
+        got = _versions(rows)
+        if got == list(expected):
+            return
+        if sorted(got) == sorted(expected):
+            expect_on("HISTORY-ORDERED", False,
+                      f"{why}: history versions {got}: the rows expected ({list(expected)}) "
+                      "in another order -- history must be ascending by version")
+        raise AssertionError(f"{why}: history versions {got}, expected {list(expected)}")
 
     def _touch(self, task_id: str, **named: Any) -> TaskSnapshot:
         """``touch(task_id, **named)``, then the task as stored.
@@ -291,6 +322,22 @@ class ContractBase(StoreSeam):
                 f"precondition: query(newest_first=True) is not newest first: {_ids(got)}"
             )
             blame(exc, ("QUERY-ORDER-CREATED",))
+            raise exc
+
+    def _given_filter(self, expected: Sequence[str], **one: Any) -> None:
+        """A test that relies on one query filter (with a limit, or with other filters)
+        first checks it works alone: ``query(TaskQuery(**one))`` returns the tasks
+        ``expected`` (in any order), or the failure is that filter's clause
+        (``oracle.FILTER_CLAUSES``), a knock-on of the calling test."""
+        (field_name, value), = one.items()
+        clause = FILTER_CLAUSES[field_name]
+        got = blamed((clause,), lambda: _ids(self.store.query(TaskQuery(**one))))
+        if sorted(got) != sorted(expected):
+            exc = AssertionError(
+                f"precondition: query({field_name}={value!r}) returned {got}, expected "
+                f"{sorted(expected)}: the filter alone does not work"
+            )
+            blame(exc, (clause,))
             raise exc
 
     def _claim(self, *, now: datetime, lease_seconds: float, **limit: int) -> list[Command]:

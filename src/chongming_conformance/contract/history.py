@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..alphabet import describe
-from ..blame import records_culprit
 from ..clauses import checks
 from ..model import (
     TaskStatus,
@@ -16,7 +15,7 @@ from ..samples import (
     snapshot,
     transition,
 )
-from ._base import ContractBase, _versions, expect_on
+from ._base import ContractBase, _history_culprit, _versions, expect_on
 
 __all__ = ["HistoryContract"]
 
@@ -60,12 +59,15 @@ class HistoryContract(ContractBase):
         self._given(snapshot("t-1"))
         for v in (1, 2, 4, 7):
             self.store.append(transition("t-1", v, when=v))
-        assert _versions(self.store.history("t-1")) == [1, 2, 4, 7], "default since_version=0"
-        assert _versions(self.store.history("t-1", since_version=0)) == [1, 2, 4, 7]
-        assert _versions(self.store.history("t-1", since_version=2)) == [4, 7], "> not >="
-        assert _versions(self.store.history("t-1", since_version=3)) == [4, 7], "gap"
-        assert _versions(self.store.history("t-1", since_version=7)) == [], "nothing newer"
-        assert _versions(self.store.history("t-1", since_version=99)) == []
+        # Which rows is this clause's subject; their order is HISTORY-ORDERED's
+        # (_assert_versions blames the right rows out of order there).
+        for since, want, why in ((None, [1, 2, 4, 7], "default since_version=0"),
+                                 (0, [1, 2, 4, 7], "since_version=0"),
+                                 (2, [4, 7], "> not >="), (3, [4, 7], "gap"),
+                                 (7, [], "nothing newer"), (99, [], "since_version=99")):
+            rows = (self.store.history("t-1") if since is None
+                    else self.store.history("t-1", since_version=since))
+            self._assert_versions(list(rows), want, why)
 
     @checks("HISTORY-PER-TASK")
     def test_history_per_task__only_that_task(self) -> None:
@@ -75,7 +77,7 @@ class HistoryContract(ContractBase):
             self.store.append(transition("t-10", v, when=v, reason="other"))
         got = list(self.store.history("t-1"))
         assert {t.task_id for t in got} == {"t-1"}, f"history('t-1') leaked {got}"
-        assert _versions(got) == [1, 2, 3]
+        self._assert_versions(got, [1, 2, 3], "history('t-1')")
 
     @checks("HISTORY-PER-TASK")
     def test_history_per_task__adversarial_task_ids(self) -> None:
@@ -108,7 +110,9 @@ class HistoryContract(ContractBase):
         self.store.append(full)
         self.store.append(first)
         got = list(self.store.history("t-1"))
-        expect_on(records_culprit([first, full], got, "TRANSITION-ROUNDTRIP"),
+        # Appended out of order: the same rows read back in another order are
+        # HISTORY-ORDERED's failure, not this clause's (_history_culprit).
+        expect_on(_history_culprit([first, full], got, "TRANSITION-ROUNDTRIP"),
                   got == [first, full], f"transitions changed: {got}")
         for row in got:
             expect_on("TIME-UTC-ROUNDTRIP", row.at.utcoffset() is not None,

@@ -22,7 +22,7 @@ from ..samples import (
     transition,
 )
 from ..timeouts import unwrap
-from ._base import LEASE, ContractBase, _cmd_ids, _versions, expect_on
+from ._base import LEASE, ContractBase, _cmd_ids, expect_on
 
 __all__ = ["LifecycleContract"]
 
@@ -145,7 +145,8 @@ class LifecycleContract(ContractBase):
         self._prune(1)  # keeps done-4 only
         assert list(self.store.history("done-0")) == [], "history of a pruned task survived"
         assert list(self.store.history("done-3")) == [], "history of a pruned task survived"
-        assert _versions(self.store.history("old-running")) == [1, 2], "unrelated history lost"
+        self._assert_versions(list(self.store.history("old-running")), [1, 2],
+                              "unrelated history lost")
 
     @checks("PRUNE-COMMANDS")
     def test_prune_commands__pruned_tasks_commands_dropped(self) -> None:

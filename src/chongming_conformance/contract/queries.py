@@ -261,6 +261,9 @@ class QueryContract(ContractBase):
                     clock += 1
                     self.store.create(snapshot(ids[role], created=clock,
                                                **(fails if role == "fails" else passes)))
+                # The filter itself must work before its limit can be judged: a filter the
+                # store ignores fails its own clause here (a knock-on), not QUERY-LIMIT.
+                self._given_filter([ids["passes"]], **filters)
                 got = self._query_ids(limit=1, newest_first=newest_first, **filters)
                 assert got == [ids["passes"]], (
                     f"query({filters}, limit=1, newest_first={newest_first}) returned {got}; "
@@ -306,6 +309,21 @@ class QueryContract(ContractBase):
                     created=i,
                 )
             )
+        # Each filter alone first: one the store ignores (or gets wrong) is its own
+        # clause's failure, and this test's a knock-on of it.
+        def but(left_out: str) -> list[str]:
+            return [row[0] for row in rows if row[0] != left_out]
+
+        alone: list[tuple[dict[str, Any], list[str]]] = [
+            ({"statuses": frozenset({TaskStatus.RUNNING})}, but("t-2")),
+            ({"name_prefix": "etl-"}, but("t-3")),
+            ({"tag": "io"}, but("t-4")),
+            ({"buckets": frozenset({1})}, but("t-1")),
+            ({"pipeline_run_id": "run-1"}, but("t-5")),
+            ({"name": "etl-a"}, ["t-0"]),
+        ]
+        for one, expected in alone:
+            self._given_filter(expected, **one)
         got = self._query_ids(
             statuses={TaskStatus.RUNNING},
             name_prefix="etl-",
@@ -323,7 +341,13 @@ class QueryContract(ContractBase):
 
     @checks("QUERY-EMPTY-SET-MATCHES-NOTHING")
     def test_query_empty_set_matches_nothing__statuses_and_buckets(self) -> None:
-        self._create_all(snapshot("t-0", bucket=1), snapshot("t-1", created=1))
+        self._create_all(snapshot("t-0", bucket=1),
+                         snapshot("t-1", status=TaskStatus.RUNNING, created=1))
+        # A non-empty set must filter at all before the empty one is judged: a store that
+        # ignores the filter returns everything for the empty set too, and that is the
+        # filter's clause (QUERY-STATUSES, QUERY-BUCKETS), this test's a knock-on.
+        self._given_filter(["t-0"], statuses=frozenset({TaskStatus.PENDING}))
+        self._given_filter(["t-0"], buckets=frozenset({1}))
         assert self._query_ids(statuses=frozenset()) == [], "statuses=frozenset() matches none"
         assert self._query_ids(buckets=frozenset()) == [], "buckets=frozenset() matches none"
         assert self._query_ids(statuses=None, buckets=None) == ["t-0", "t-1"], "None = no filter"
