@@ -10,7 +10,8 @@ deployment would notice it.
   (CTRL-OUTAGE-RECOVERY);
 * append is a plain insert -> duplicate history after a replay
   (CTRL-OUTAGE-RECOVERY);
-* counts cached at create -> a dashboard whose counts never move (CTRL-PLUGS-IN);
+* counts cached at create -> a dashboard whose counts never move (CTRL-PLUGS-IN's
+  check fails; the preflight blames it on COUNTS-PER-STATUS, test_controller_blame.py);
 * claim ignores an expired lease -> a dead holder's stop stuck forever
   (XP-CTRL-KILLED-HOLDER);
 * get answers from a cache -> the stopper never sees CANCELLED (XP-CTRL-STOP).

@@ -4,11 +4,13 @@ foundation call is broken on a fresh store; the traps stay the controller clause
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from broken_stores import (
+    CountsCachedAtCreate,
     CreateResetsVersion,
     DropsProgressTotal,
     ReleaseCompletes,
@@ -18,6 +20,7 @@ from broken_stores import (
 from chongming_conformance.blame import BLAME_NOTE, blame, notes_blame
 from chongming_conformance.controller_checks.preflight import FOUNDATION, explain, preflight
 from chongming_conformance.factory import enter_store
+from chongming_conformance.model import TaskQuery, TaskSnapshot
 from chongming_conformance.protocol import TaskStore
 from reference_stores import memory, sqlite
 
@@ -28,12 +31,38 @@ def test_the_preflight_passes_on_a_correct_store(make: Callable[[], Any]) -> Non
         preflight(enter_store(make, stack, origin="reference store"))
 
 
+class _DropsFilter(memory.InMemoryTaskStore):
+    """A query that ignores one filter (``FIELD``) altogether."""
+
+    FIELD = ""
+
+    def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
+        return super().query(replace(query or TaskQuery(), **{self.FIELD: None}))
+
+
+class DropsTag(_DropsFilter):
+    FIELD = "tag"
+
+
+class DropsPipeline(_DropsFilter):
+    FIELD = "pipeline_run_id"
+
+
+class DropsBuckets(_DropsFilter):
+    FIELD = "buckets"
+
+
 @pytest.mark.parametrize(
     ("store_type", "clause"),
     [
         (CreateResetsVersion, "CREATE-THEN-GET"),
         (DropsProgressTotal, "SNAPSHOT-FULL-ROUNDTRIP"),
         (TruncatesMicroseconds, "TIME-UTC-ROUNDTRIP"),
+        # the reads behind a controller's list_tasks, tasks_in_buckets and stats
+        (DropsTag, "QUERY-TAG-EXACT"),
+        (DropsPipeline, "QUERY-PIPELINE"),
+        (DropsBuckets, "QUERY-BUCKETS"),
+        (CountsCachedAtCreate, "COUNTS-PER-STATUS"),
     ],
 )
 def test_a_broken_foundation_turns_the_failure_into_its_knock_on(

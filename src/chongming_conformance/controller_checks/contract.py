@@ -31,7 +31,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from ..blame import blame
 from ..clauses import checks
+from ..confirm import confirmed, confirming, touch_moves_version
 from ..controller import Controller, ManualClock, TaskContext
 from ..model import Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from ..protocol import TaskStore
@@ -110,6 +112,29 @@ class ControllerContract(StoreSeam):
         found = self.store.get(task_id)
         assert found is not None, f"get({task_id!r}) returned None for a submitted task"
         return found
+
+    def _assert_stored_status(self, task_id: str, status: S, *writers: Controller) -> None:
+        """The task is stored with ``status``. When it is not and a writer's save
+        conflicted (``write_errors``) with no second writer in the check, the conflict may
+        be the store's own doing: a ``touch`` (the writer's heartbeat) that moves the
+        version makes its next status save stale. A fresh store shows whether touch does
+        that (confirm.py); if so the failure is TOUCH-NO-VERSION's (a knock-on), else the
+        check's own."""
+        stored = self._stored(task_id)
+        if stored.status is status:
+            return
+        errors = [e for w in writers for e in w.write_errors]
+        exc = AssertionError(
+            f"{task_id!r} is stored {stored.status.value} (v{stored.status_version}), not "
+            f"{status.value}; the controllers' writes: {'; '.join(errors) or 'no conflict'}")
+        if errors:
+            with confirming(lambda: contextlib.closing(self.open_fresh_store())):
+                verdict = confirmed(touch_moves_version())
+            if verdict:
+                exc.add_note("knock-on: on a fresh store, touch() moves status_version, so "
+                             "the controller's own status save conflicted with its heartbeat")
+                blame(exc, ("TOUCH-NO-VERSION",))
+        raise exc
 
     def _gate(self) -> tuple[threading.Event, threading.Event, Callable[[TaskContext], None]]:
         """A task that checkpoints once, says it started, and runs until released.
@@ -343,7 +368,7 @@ class ControllerContract(StoreSeam):
         final = holder.wait(task_id, WAIT)
         holder.poll_once()
         assert final.status is S.CANCELLED, f"the stopped task ended {final.status}"
-        assert self._stored(task_id).status is S.CANCELLED
+        self._assert_stored_status(task_id, S.CANCELLED, holder, bystander, stopper)
         assert (command_id, "stopped") in holder.completed, holder.completed
         other_release.set()
 
@@ -372,8 +397,14 @@ class ControllerContract(StoreSeam):
         assert (command_id, "stopped") in holder.completed, holder.completed
         clock.advance(LEASE * 2)
         holder.poll_once()
-        assert holder.deliveries == [command_id], (
-            f"a completed stop was delivered again: {holder.deliveries}")
+        # What this clause owns passed above (nothing back while the claim was held). A
+        # completed command handed out once its lease ran out is COMPLETE-NEVER-RECLAIMED's
+        # failure: the complete did not take.
+        if holder.deliveries != [command_id]:
+            exc = AssertionError(
+                f"a completed stop was delivered again after its lease: {holder.deliveries}")
+            blame(exc, ("COMPLETE-NEVER-RECLAIMED",))
+            raise exc
 
     # ========================================================================================
     # across processes (needs make_shared_store)

@@ -11,7 +11,8 @@ clause is then NOT VERIFIED with a note naming it); if all hold, the failure sta
 the controller clause's own.
 
 Only a broken *foundation* explains a controller failure away: a store that cannot
-hold or find what it is given (:data:`FOUNDATION`; a save that loses fields is one). The
+hold or find what it is given (:data:`FOUNDATION`; a save that loses fields is one, and so
+is a query filter or a count the controller's dashboard reads pass straight through). The
 traps the controller clauses exist to show in a deployment's terms -- a save that writes
 the lease, a version skip refused, a touch that bumps the version, a release that
 completes, a claim that ignores
@@ -51,6 +52,12 @@ FOUNDATION: frozenset[str] = frozenset({
     "HISTORY-ORDERED",
     "QUERY-ALL",
     "QUERY-STATUSES",
+    # the reads a dashboard makes (list_tasks, tasks_in_buckets, bucket_counts, stats):
+    # a store that cannot find what it holds shows every controller read wrong
+    "QUERY-TAG-EXACT",
+    "QUERY-PIPELINE",
+    "QUERY-BUCKETS",
+    "COUNTS-PER-STATUS",
     "SUBMIT-THEN-CLAIM",
     "TOUCH-ONLY-NAMED-FIELDS",
     "TOUCH-LEASE",
@@ -124,6 +131,7 @@ def preflight(store: TaskStore) -> None:
     ))
     _check([t.task_id for t in by_status] == [probe.task_id], ("QUERY-STATUSES",),
            "query(statuses={SUCCEEDED}) misses the succeeded task")
+    _dashboard_reads(store, probe)
     # the command queue: submit, claim, release, claim again, complete
     stop = Command("preflight-c", probe.task_id, CommandKind.STOP, "preflight", _at(0))
     blamed(("SUBMIT-THEN-CLAIM",), lambda: store.submit_command(stop))
@@ -140,6 +148,31 @@ def preflight(store: TaskStore) -> None:
            lambda: store.complete_command(stop.command_id, now=_at(9), outcome="stopped"))
     _check(_claim(store, _at(100), "COMPLETE-NEVER-RECLAIMED") == [],
            ("COMPLETE-NEVER-RECLAIMED",), "a completed command was claimed again")
+
+
+def _dashboard_reads(store: TaskStore, probe: TaskSnapshot) -> None:
+    """The reads behind ``list_tasks``, ``tasks_in_buckets``, ``bucket_counts`` and
+    ``stats``, each a plain store call checked on its own clause: with a second task
+    (another status, bucket, run id and tag) beside ``probe`` (SUCCEEDED by now, after a
+    RUNNING create), so a filter the store ignores returns both and counts kept from
+    creates alone still show RUNNING."""
+    other = replace(probe, task_id="preflight-2", status=TaskStatus.PENDING, status_version=1,
+                    created_at=_at(1), updated_at=_at(1), started_at=None, progress=None,
+                    heartbeat_at=None, bucket=1, tags=frozenset({"preflight-other"}),
+                    pipeline_run_id="preflight-run")
+    blamed(("CREATE-THEN-GET",), lambda: store.create(other))
+    for clause, query, want in (
+        ("QUERY-TAG-EXACT", TaskQuery(tag="preflight"), probe.task_id),
+        ("QUERY-PIPELINE", TaskQuery(pipeline_run_id="preflight-run"), other.task_id),
+        ("QUERY-BUCKETS", TaskQuery(buckets=frozenset({1})), other.task_id),
+    ):
+        got = blamed((clause,), lambda query=query: [  # type: ignore[misc]
+            t.task_id for t in store.query(query)])
+        _check(got == [want], (clause,), f"{query!r} returned {got!r}, expected [{want!r}]")
+    counts = blamed(("COUNTS-PER-STATUS",), lambda: dict(store.counts()))
+    nonzero = {status: n for status, n in counts.items() if n}
+    _check(nonzero == {TaskStatus.SUCCEEDED: 1, TaskStatus.PENDING: 1}, ("COUNTS-PER-STATUS",),
+           f"counts() with one succeeded (created running) and one pending task: {counts!r}")
 
 
 def _claim(store: TaskStore, now: datetime, clause: str) -> list[Command]:
