@@ -3,9 +3,10 @@ would, FAILs its own clause.
 
 The stores (``fresh_stores.py``) were written from one-line bug descriptions, not from the
 precision matrix, to measure precision on stores the kit was not tuned to;
-``fresh_results.md`` records what the first run reported. Only the own clause is asserted
-here: the extra FAILs recorded there are the kit's to remove, and this test will be
-tightened to "nothing else FAILs" once they are.
+``fresh_results.md`` records what the first run reported and what the run after the blame
+fixes did. A store in ``PRECISE`` must FAIL its own clause and nothing else (knock-ons are
+NOT VERIFIED, which is allowed); the others, whose extra FAILs are still the kit's to
+remove, only their own clause.
 
 One subprocess pytest run per store (``matrix.run_case``) at the ci profile, the default
 and what the outside audit ran. Gated like the precision matrix: the default run (and CI)
@@ -24,6 +25,12 @@ from chongming_conformance.clauses import CLAUSES
 
 #: The default run keeps two of the ten (about 40 s each at the ci profile).
 FRESH_SAMPLE_EVERY = 5
+
+#: Stores whose report FAILs their own clause alone (fresh_results.md, "After").
+#: PipelineFilterDropped is not: LENGTH-IDS FAILs beside QUERY-PIPELINE, because
+#: contract/roundtrip.py queries a 255-character run id before checking that a short one
+#: filters (fresh_results.md, "LENGTH-IDS").
+PRECISE = frozenset(s.__name__ for s in STORES) - {"PipelineFilterDropped"}
 
 
 def _marked(index: int, store: type) -> object:
@@ -48,3 +55,8 @@ def test_fresh_store_fails_its_own_clause(store: type, tmp_path: Path) -> None:
         f"FAIL set {sorted(got.failing)}"
     )
     assert got.verdict.startswith("does not conform"), got.verdict
+    if store.__name__ in PRECISE:
+        assert got.failing == {store.OWN}, (
+            f"imprecise: FAIL set {sorted(got.failing)}, only {store.OWN} may FAIL; notes: "
+            + "; ".join(f"{c}: {got.clauses[c][1]}" for c in sorted(got.failing - {store.OWN}))
+        )
