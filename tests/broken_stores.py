@@ -1471,25 +1471,62 @@ class TagRowsKeepCreatedAt(Base):
         return found if q.limit is None else found[: q.limit]
 
 
-class TagIndexFromCreate(Base):
-    """Tag rows written at create and never again: a save that changes only the tags leaves
-    the tag filter answering from the old tags."""
+class _IndexFromCreate(Base):
+    """One filter answered from a copy of its field written at create and never again (an
+    index table the save path forgets): a save changing only that field leaves the filter
+    answering from the old value."""
+
+    FIELD = ""
+    FILTER = ""
 
     def __init__(self) -> None:
         super().__init__()
-        self._tag_rows: dict[str, frozenset[str]] = {}
+        self._at_create: dict[str, object] = {}
 
     def create(self, snapshot: TaskSnapshot) -> None:
         super().create(snapshot)
-        self._tag_rows[snapshot.task_id] = snapshot.tags
+        self._at_create[snapshot.task_id] = getattr(snapshot, self.FIELD)
 
     def query(self, query: TaskQuery | None = None) -> Sequence[TaskSnapshot]:
         q = query or TaskQuery()
-        if q.tag is None:
+        if getattr(q, self.FILTER) is None:
             return super().query(q)
-        rest = super().query(replace(q, tag=None, limit=None))
-        found = [t for t in rest if q.tag in self._tag_rows.get(t.task_id, frozenset())]
+        rest = super().query(replace(q, limit=None, **{self.FILTER: None}))
+        only = replace(TaskQuery(), **{self.FILTER: getattr(q, self.FILTER)})
+        found = [t for t in rest if _matches(
+            replace(t, **{self.FIELD: self._at_create.get(t.task_id, getattr(t, self.FIELD))}),
+            only)]
         return found if q.limit is None else found[: q.limit]
+
+
+class TagIndexFromCreate(_IndexFromCreate):
+    """Tag rows written at create and never again."""
+
+    FIELD, FILTER = "tags", "tag"
+
+
+class NameIndexFromCreate(_IndexFromCreate):
+    """The name filter reads a name index written at create and never again."""
+
+    FIELD, FILTER = "name", "name"
+
+
+class BucketIndexFromCreate(_IndexFromCreate):
+    """The bucket filter reads a bucket index written at create and never again."""
+
+    FIELD, FILTER = "bucket", "buckets"
+
+
+class PipelineIndexFromCreate(_IndexFromCreate):
+    """The run-id filter reads an index written at create and never again."""
+
+    FIELD, FILTER = "pipeline_run_id", "pipeline_run_id"
+
+
+class StatusIndexFromCreate(_IndexFromCreate):
+    """The status filter reads a status index written at create and never again."""
+
+    FIELD, FILTER = "status", "statuses"
 
 
 BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
@@ -1508,10 +1545,10 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
     "QUERY-ALL": (QueryNoneReturnsNothing, QueryEmptyStoreRaises),
     "QUERY-ORDER-CREATED": (QueryIgnoresNewestFirst, TagRowsKeepCreatedAt),
     "QUERY-TIES-COMPLETE": (QueryDropsTies,),
-    "QUERY-STATUSES": (QueryIgnoresStatuses,),
+    "QUERY-STATUSES": (QueryIgnoresStatuses, StatusIndexFromCreate),
     "QUERY-NAME-EXACT": (
         QueryNameCaseInsensitive, NameMatchedAsEscapedText, NamePadSpace, NameCaseFolded,
-        NameNormalised, NameTestedByTruthiness,
+        NameNormalised, NameTestedByTruthiness, NameIndexFromCreate,
     ),
     "QUERY-NAME-PREFIX-LITERAL": (
         QueryPrefixIsLike, PrefixMatchedAsEscapedText, PrefixPadSpace, PrefixCaseFolded,
@@ -1521,9 +1558,10 @@ BROKEN: dict[str, tuple[type[InMemoryTaskStore], ...]] = {
         QueryTagSubstring, TagMatchedAsEscapedJson, TagPadSpace, TagCaseFolded, TagNormalised,
         JsonPathTag, TagTestedByTruthiness, TagIndexFromCreate,
     ),
-    "QUERY-BUCKETS": (QueryBucketZeroIsNone,),
+    "QUERY-BUCKETS": (QueryBucketZeroIsNone, BucketIndexFromCreate),
     "QUERY-PIPELINE": (
         QueryPipelinePrefix, PipelinePadSpace, PipelineCaseFolded, PipelineTestedByTruthiness,
+        PipelineIndexFromCreate,
     ),
     "QUERY-LIMIT": (QueryIgnoresLimit, QueryLimitZeroIsNone, LimitBeforeFilter),
     "QUERY-FILTERS-COMBINE": (QueryFiltersOred,),
