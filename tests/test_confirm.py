@@ -40,6 +40,13 @@ SECOND_PICK = [
 ]
 
 
+#: A task that matches the tag of ORED_QUERY and fails its name prefix.
+ORED_TASK = TaskSnapshot("t-1", "web-a", TaskStatus.PENDING, 1,
+                         datetime(2031, 1, 1, tzinfo=UTC), datetime(2031, 1, 1, tzinfo=UTC),
+                         tags=frozenset({"io"}))
+ORED_QUERY = TaskQuery(name_prefix="etl-", tag="io")
+
+
 class IgnoresSetFilter(InMemoryTaskStore):
     """A query that drops one set filter (``FIELD``) altogether."""
 
@@ -79,6 +86,8 @@ PROBES: list[tuple[str, Callable[[], confirm.Probe], type[TaskStore]]] = [
     ("set_filter_ignored_buckets", lambda: confirm.set_filter_ignored("buckets"),
      IgnoresBuckets),
     ("touch_moves_version", confirm.touch_moves_version, broken_stores.TouchBumpsVersion),
+    ("query_admits",
+     lambda: confirm.query_admits(ORED_TASK, ORED_QUERY), broken_stores.QueryFiltersOred),
 ]
 
 
@@ -132,3 +141,25 @@ def test_an_empty_set_that_matches_is_blamed_on_the_clause_a_fresh_store_shows(
     q = TaskQuery(**{field: frozenset()})
     with confirm.confirming(lambda: contextlib.nullcontext(store())):
         assert query_culprits([task], [task], q) == (clause,)
+
+
+#: Matches the name prefix of ORED_QUERY and fails its tag, as a substring only.
+SUBSTRING_TASK = replace(ORED_TASK, name="etl-a", tags=frozenset({"ios"}))
+
+
+@pytest.mark.parametrize(
+    ("store", "task", "clause"),
+    [
+        # each filter works alone, the whole query lets it through: not ANDed
+        (broken_stores.QueryFiltersOred, ORED_TASK, "QUERY-FILTERS-COMBINE"),
+        # the tag filter alone lets it through
+        (broken_stores.QueryTagSubstring, SUBSTRING_TASK, "QUERY-TAG-EXACT"),
+        # a fresh store shows nothing: the filter read off the answer, as before
+        (InMemoryTaskStore, ORED_TASK, "QUERY-NAME-PREFIX-LITERAL"),
+    ],
+)
+def test_a_task_failing_one_filter_of_several_is_blamed_on_what_a_fresh_store_shows(
+    store: type[TaskStore], task: TaskSnapshot, clause: str
+) -> None:
+    with confirm.confirming(lambda: contextlib.nullcontext(store())):
+        assert query_culprits([task], [task], ORED_QUERY) == (clause,)

@@ -59,6 +59,7 @@ __all__ = [
     "lease_drawn_out",
     "lease_from_wall_clock",
     "limit_before_filter",
+    "query_admits",
     "query_order_follows_wall_clock",
     "release_reopens_finished",
     "set_filter_ignored",
@@ -292,6 +293,21 @@ def set_filter_ignored(field: str) -> Probe:
             raise ValueError(f"not a set filter: {field!r}")
         got = [t.task_id for t in store.query(query)]
         return outside in got
+
+    return probe
+
+
+def query_admits(task: TaskSnapshot, query: TaskQuery) -> Probe:
+    """``task`` alone in a fresh store (under a fresh id): does ``query`` (without its
+    limit) return it? Asked of a task a query should have left out: with the one filter it
+    fails alone (that filter is broken) and with the whole query (the filters are not
+    ANDed when only the whole query lets it through)."""
+
+    def probe(store: TaskStore) -> bool:
+        sent = replace(task, task_id=_fresh_id())
+        store.create(sent)
+        got = store.query(replace(query, limit=None))
+        return sent.task_id in [t.task_id for t in got]
 
     return probe
 
