@@ -165,9 +165,10 @@ def _values(record: object, path: str = "") -> list[tuple[str, object]]:
 def unusual_values(*records: object) -> dict[str, list[str]]:
     """What in ``records`` a store may refuse for its column types, by the clause owning the
     value's fidelity: datetimes outside a 32-bit ``TIMESTAMP`` (TIME-UTC-ROUNDTRIP), ids
-    longer than the controller's (LENGTH-IDS-CAPACITY: a store may refuse them), texts longer than 255 characters: those the
-    controller writes itself, a failure or a reason up to 8,192, are LENGTH-TEXT's (a store
-    must take them), any other LENGTH-TEXT-CAPACITY's (a store may refuse them, a SHOULD).
+    longer than the controller's (LENGTH-IDS-CAPACITY: a store may refuse them), texts
+    longer than 255 characters: those the controller writes itself, a failure or a reason
+    up to 8,192, are LENGTH-TEXT's (a store must take them), any other
+    LENGTH-TEXT-CAPACITY's (a store may refuse them, a SHOULD).
     Empty when every value is ordinary."""
     found: dict[str, list[str]] = {}
     for record in records:
