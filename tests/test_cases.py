@@ -40,12 +40,14 @@ def _ci_profile() -> Iterator[None]:
 
 #: The state machine's derandomized draws depend on which local modules the interpreter has
 #: loaded: hypothesis mixes the constants of every loaded module outside site-packages into
-#: its draws (the kit is installed editable here; tests/test_draws.py shows it). The plugin
-#: imports every kit module before the first draw (plugin/draws.py); a bare pytest process
-#: like this one does not, so the machine is counted in a fresh interpreter that imports
-#: only what it needs: the same run every time.
+#: its draws (tests/test_draws.py). The plugin imports every kit module before the first
+#: draw (plugin/draws.py), and so does tests/conftest.py; the machine is counted in a fresh
+#: interpreter that does the same and imports nothing else, so it draws what a store's run
+#: through the plugin draws (whatever test files this pytest process loaded).
 _MACHINE_COUNTS = """
 import json
+from chongming_conformance.plugin.draws import import_kit_modules
+import_kit_modules()  # as the plugin does before the first draw: a store's run draws these
 from chongming_conformance.cases import take_counts
 from chongming_conformance.hypothesis_profiles import load_profile
 from chongming_conformance.stateful import StoreStateMachineTests
