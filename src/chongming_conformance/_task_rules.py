@@ -151,12 +151,12 @@ class TaskRules(MachineState):
     def save_one_field(self, task_id: str, donor: TaskSnapshot) -> None:
         """What a caller sends: saves that each change one field of the stored snapshot and
         keep the rest, each followed by every query that field can affect
-        (``single_field.py``; counts() is the invariant's after every step). Six fields
-        per step, the next ones in ``SAVED_FIELDS`` each time, from a start taken from the
-        donor's id (crc32, the same in every process): one field drawn per step came up
-        skewed, leaving some fields unchanged in a whole ci run."""
+        (``single_field.py``; counts() is the invariant's after every step). Every field
+        in turn, from a start taken from the donor's id (crc32, the same in every
+        process): fewer fields per step left some unchanged in a whole ci run, depending on
+        which draws the run made."""
         start = zlib.crc32(donor.task_id.encode("utf-8", "surrogatepass"))
-        for _ in range(6):
+        for _ in range(len(SAVED_FIELDS)):
             field = SAVED_FIELDS[(start + self.one_field_turn) % len(SAVED_FIELDS)]
             self.one_field_turn += 1
             held = self.model.version_of(task_id)

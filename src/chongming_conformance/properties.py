@@ -60,7 +60,7 @@ from .oracle import (
 )
 from .protocol import TaskStore
 from .seam import StoreSeam
-from .single_field import SAVED_FIELDS, case_of, one_field_changed, reads_after
+from .single_field import SAVED_FIELDS, case_of, look_alikes, one_field_changed, reads_after
 
 __all__ = ["CodecProperties", "StoreProperties"]
 
@@ -530,7 +530,12 @@ class StoreProperties(StoreSeam):
     def test_prune_matches_model(self) -> None:
         """prune(k) drops only terminal tasks, the oldest, with their history; returns the count."""
 
-        def prop(tasks: list[TaskSnapshot], keep: int) -> None:
+        def prop(tasks: list[TaskSnapshot], keep: int, twins: bool) -> None:
+            if twins:
+                tasks = [*tasks, *look_alikes(tasks)]
+            # From 0 to every terminal task: a keep above the terminal count prunes nothing,
+            # and drawn from 0-9 over at most 8 tasks it mostly was.
+            keep %= sum(t.status.is_terminal for t in tasks) + 1
             model = Model()
             with self.opened_store() as store:
                 for task in tasks:
@@ -564,5 +569,6 @@ class StoreProperties(StoreSeam):
             check="test_prune_matches_model",
             tasks=cst.snapshot_lists(max_size=8),
             keep=st.integers(0, 9),
+            twins=st.booleans(),
         )
 

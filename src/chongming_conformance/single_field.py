@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .model import TaskQuery, TaskSnapshot
+from .model import TaskQuery, TaskSnapshot, TaskStatus
 
-__all__ = ["SAVED_FIELDS", "case_of", "one_field_changed", "reads_after"]
+__all__ = ["SAVED_FIELDS", "case_of", "look_alikes", "one_field_changed", "reads_after"]
 
 #: The fields a save writes and a caller may change alone. Not ``task_id`` (the key), not
 #: ``status_version`` (every save raises it), not the lease (a save keeps the stored lease:
@@ -62,3 +62,20 @@ def reads_after(old: TaskSnapshot, new: TaskSnapshot) -> list[TaskQuery]:
     unique = list({repr(sorted(f.items(), key=lambda kv: kv[0])): f for f in filters}.values())
     return [TaskQuery(**f, newest_first=newest, limit=limit)  # type: ignore[arg-type]
             for f in unique for newest, limit in ((False, None), (True, None), (True, 1))]
+
+
+def look_alikes(tasks: list[TaskSnapshot]) -> list[TaskSnapshot]:
+    """A running task beside each terminal one, its id a look-alike: the terminal id with a
+    character added (``LIKE id || '%'``, a prefix) and with its case swapped (a
+    case-insensitive collation). A prune that deletes by pattern reaches them; ids already
+    taken are skipped. (Prune's inputs live here with the other "what a caller sends" ones.)"""
+    taken = {t.task_id for t in tasks}
+    out: list[TaskSnapshot] = []
+    for t in tasks:
+        if not t.status.is_terminal:
+            continue
+        for twin in (t.task_id + "0", t.task_id.swapcase()):
+            if twin not in taken:
+                taken.add(twin)
+                out.append(replace(t, task_id=twin, status=TaskStatus.RUNNING))
+    return out
