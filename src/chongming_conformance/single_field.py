@@ -49,7 +49,7 @@ def reads_after(old: TaskSnapshot, new: TaskSnapshot) -> list[TaskQuery]:
     """Every query whose answer the save from ``old`` to ``new`` can change: each filter
     built from either value (status, name, its first character as a prefix, each tag, the
     bucket, the run id), unfiltered, each oldest and newest first (``created_at`` orders
-    every one of them), and each newest first with a limit of 1."""
+    every one of them; a limit is QUERY-LIMIT's own question, asked elsewhere)."""
     filters: list[dict[str, object]] = [{}]
     for snap in (old, new):
         filters += [{"statuses": frozenset({snap.status})}, {"name": snap.name},
@@ -60,8 +60,8 @@ def reads_after(old: TaskSnapshot, new: TaskSnapshot) -> list[TaskQuery]:
         if snap.pipeline_run_id is not None:
             filters.append({"pipeline_run_id": snap.pipeline_run_id})
     unique = list({repr(sorted(f.items(), key=lambda kv: kv[0])): f for f in filters}.values())
-    return [TaskQuery(**f, newest_first=newest, limit=limit)  # type: ignore[arg-type]
-            for f in unique for newest, limit in ((False, None), (True, None), (True, 1))]
+    return [TaskQuery(**f, newest_first=newest)  # type: ignore[arg-type]
+            for f in unique for newest in (False, True)]
 
 
 def look_alikes(tasks: list[TaskSnapshot]) -> list[TaskSnapshot]:
