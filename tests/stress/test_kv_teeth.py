@@ -101,6 +101,14 @@ TEETH = {
     "UnboundedCleanup": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 12))),
 }
 
+#: IndexAfterRecord writes the record, then its index entry: a writer killed in between leaves
+#: a task that counts() (from the records) counts and a filtered query() (from the index)
+#: never returns. The after-scenario integrity check sees that disagreement when the crash
+#: lands in the window (the CI run of 2026-12-02 at seed 0 did), and rightly FAILs
+#: COUNTS-PER-STATUS beside -- or, when the workload's reads missed it, instead of -- the
+#: workload's own finding: either is a precise catch of this bug, nothing else is.
+ALSO: dict[str, tuple[str, ...]] = {"IndexAfterRecord": ("COUNTS-PER-STATUS",)}
+
 
 @pytest.mark.parametrize("store", sorted(TEETH))
 def test_each_kv_tooth_is_caught_within_its_seeds(store: str) -> None:
@@ -110,7 +118,11 @@ def test_each_kv_tooth_is_caught_within_its_seeds(store: str) -> None:
         result = _run(store, seed, scenario)
         if result.failed:
             assert not result.errors, result.report()  # an anomaly, not a run that broke
-            assert result.blamed() == [clause], result.report()
+            # Its own clause, and nothing but it -- except what the after-scenario integrity
+            # check may see too (ALSO: a second broken promise of the same bug).
+            blamed = result.blamed()
+            assert blamed, result.report()
+            assert set(blamed) <= {clause, *ALSO.get(store, ())}, result.report()
             return
         tried.append(f"seed {seed}: {result.verdict}")
     pytest.fail(f"{store} was caught by none of seeds {seeds} of {scenario}: {'; '.join(tried)}")
