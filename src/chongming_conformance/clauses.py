@@ -42,6 +42,7 @@ __all__ = [
     "FAULT_MODES_NEEDED",
     "GUIDE",
     "GUIDE_SECTIONS",
+    "RENAMED",
     "Clause",
     "Level",
     "Scope",
@@ -55,6 +56,12 @@ __all__ = [
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
 CATALOGUE_VERSION = "1.8"
+
+#: Old clause id -> new id, for every clause renamed since catalogue 1.0, so that
+#: ``chongming-conformance diff`` follows a clause across a rename instead of reporting
+#: one removed and one added. No clause has been renamed yet (splits such as LENGTH-IDS /
+#: LENGTH-IDS-CAPACITY kept the old id); a rename adds its line here and bumps the version.
+RENAMED: dict[str, str] = {}
 
 CLAUSE_ATTR = "__chongming_clauses__"
 MAY_BLAME_ATTR = "__chongming_may_blame__"

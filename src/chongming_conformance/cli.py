@@ -1,4 +1,5 @@
-"""``chongming-conformance``: check a store, soak it, probe its scale, print the catalogue.
+"""``chongming-conformance``: check a store, soak it, probe its scale, print the catalogue,
+attest a result, verify an attestation, compare two reports, write a badge.
 
 ``check`` is a thin front for pytest with the plugin: it runs only the packaged
 suite (``--chongming-suite-only``) in a fresh interpreter, so it works in any
@@ -22,6 +23,9 @@ from .specs import USAGE_ERROR_EXIT
 from .usage import UsageParser
 
 __all__ = ["DEFAULT_SPEC", "main"]
+
+#: The subcommands of :mod:`.attest.command` (it owns their arguments).
+ATTEST_COMMANDS = ("attest", "verify", "diff", "badge")
 
 #: The store ``check`` verifies when given no spec: the embedded default backend.
 DEFAULT_SPEC = "reference_stores.sqlite:make_store"
@@ -68,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
         help="fresh seeds until the time is up or something fails: stress, state machine, "
         "properties (a nightly campaign, never the gate)",
     )
+    for name, text in (
+        ("attest", "write the in-toto attestation of a JSON report (optionally signed)"),
+        ("verify", "check an attestation against the installed store code, kit and catalogue"),
+        ("diff", "compare two JSON reports clause by clause (exit 1 on a regression)"),
+        ("badge", "write the shields.io endpoint badge JSON of a report"),
+    ):
+        sub.add_parser(name, add_help=False, help=text)
     clauses = sub.add_parser("clauses", help="print the clause catalogue")
     clauses.add_argument("--format", choices=("md", "json"), default="md")
     return parser
@@ -113,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return bench.main(args[1:])
         finally:
             restore_logging()
+    if args[:1] and args[0] in ATTEST_COMMANDS:
+        from .attest.command import main as attest_main
+
+        return attest_main(args[0], args[1:])
     spec: str | None = None
     if len(args) >= 2 and args[0] == "check" and not args[1].startswith("-"):
         spec = args.pop(1)

@@ -8,6 +8,7 @@ A bad value is a :class:`pytest.UsageError` (exit 4) naming where it came from.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
 import os
 import secrets
@@ -66,6 +67,28 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         help="Write the conformance report to PATH (.json, .md or .html); may be repeated.",
+    )
+    group.addoption(
+        "--chongming-attest",
+        metavar="FILE",
+        default=None,
+        help="Write an in-toto attestation of the result to FILE (.json): a Statement v1 with "
+        "the test-result predicate, bound by digest to the store's code, the kit and the "
+        "catalogue (docs/attestation.md).",
+    )
+    group.addoption(
+        "--chongming-attest-key",
+        metavar="PRIVATE.pem",
+        default=None,
+        help="Sign the attestation (DSSE envelope) with this local private key; needs the "
+        "'sign' extra.",
+    )
+    group.addoption(
+        "--chongming-badge",
+        metavar="FILE",
+        default=None,
+        help="Write a shields.io endpoint badge JSON (verdict, catalogue and kit version) to "
+        "FILE.",
     )
     group.addoption(
         "--chongming-gate",
@@ -187,6 +210,10 @@ class Options:
     no_reuse: bool
     timeout: float
     reports: tuple[Path, ...]
+    #: --chongming-attest / --chongming-attest-key / --chongming-badge (checked before the run).
+    attest: Path | None
+    attest_key: Path | None
+    badge: Path | None
     gate: str | None
     profile: str | None
     #: --chongming-shrink: hypothesis shrinks failures to a minimal example.
@@ -272,6 +299,38 @@ def _reports(config: pytest.Config) -> tuple[Path, ...]:
             raise pytest.UsageError(f"--chongming-report={report_path!r}: {target} {problem}.")
         paths.append(target)
     return tuple(paths)
+
+
+def _extra_file(config: pytest.Config, option: str) -> Path | None:
+    """A JSON file written with the reports (attestation, badge), checked like them."""
+    value = config.getoption(option.lstrip("-").replace("-", "_"))
+    if value is None:
+        return None
+    target = Path(value)
+    if target.suffix != ".json":
+        raise pytest.UsageError(f"{option}={value!r} must end in .json.")
+    if not target.is_absolute():
+        target = config.invocation_params.dir / target
+    problem = _unwritable(target)
+    if problem is not None:
+        raise pytest.UsageError(f"{option}={value!r}: {target} {problem}.")
+    return target
+
+
+def _attest_key(config: pytest.Config, attest: Path | None) -> Path | None:
+    value = config.getoption("chongming_attest_key")
+    if value is None:
+        return None
+    if attest is None:
+        raise pytest.UsageError("--chongming-attest-key signs an attestation: give "
+                                "--chongming-attest=FILE too.")
+    key = Path(value)
+    if not key.is_file():
+        raise pytest.UsageError(f"--chongming-attest-key={value!r}: no such file.")
+    if importlib.util.find_spec("securesystemslib") is None:
+        raise pytest.UsageError("--chongming-attest-key needs securesystemslib: pip install "
+                                "'chongming-conformance[sign]'.")
+    return key
 
 
 def _profile(config: pytest.Config) -> str | None:
@@ -368,6 +427,9 @@ def read_options(config: pytest.Config) -> Options | None:
         return None
     timeout = _timeout(config)
     reports = _reports(config)
+    attest = _extra_file(config, "--chongming-attest")
+    attest_key = _attest_key(config, attest)
+    badge = _extra_file(config, "--chongming-badge")
     shared_spec, shared_source = _setting(
         config, "chongming_shared_store", ENV_SHARED, "chongming_shared_store"
     )
@@ -383,6 +445,9 @@ def read_options(config: pytest.Config) -> Options | None:
         no_reuse=bool(config.getoption("chongming_no_reuse")),
         timeout=timeout,
         reports=reports,
+        attest=attest,
+        attest_key=attest_key,
+        badge=badge,
         gate=config.getoption("chongming_gate"),
         profile=profile,
         shrink=bool(config.getoption("chongming_shrink")),

@@ -65,6 +65,8 @@ class ConformanceRun:
         self.assessment: Assessment | None = None
         self.doc: dict[str, Any] | None = None
         self.reports_written: list[Path] = []
+        #: Why the attestation asked for was not written (None: written or not asked).
+        self.attest_problem: str | None = None
         self.reuse_counts: dict[str, int] = {}
 
     def register(self) -> None:
@@ -216,6 +218,32 @@ class ConformanceRun:
             # so a CI gate reads the previous report or this one, never half of one.
             write_report(self.doc, target)
             self.reports_written.append(target)
+        self._write_attestation(session)
+
+    def _write_attestation(self, session: pytest.Session) -> None:
+        """The attestation and the badge, from the document just written (docs/attestation.md).
+
+        A statement that cannot be made (the store's code not found on disk, a key that
+        does not sign) is said in the summary and fails the run: the user asked for
+        evidence that is not there.
+        """
+        from ..attest import write_attestation, write_badge
+
+        assert self.doc is not None
+        options = self.options
+        if options.badge is not None:
+            write_badge(self.doc, options.badge)
+            self.reports_written.append(options.badge)
+        if options.attest is None:
+            return
+        try:
+            write_attestation(self.doc, options.attest, options.attest_key)
+        except (LookupError, ValueError, OSError, RuntimeError) as exc:
+            self.attest_problem = mask_secrets(f"{type(exc).__name__}: {exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.reports_written.append(options.attest)
 
     def pytest_terminal_summary(
         self, terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
@@ -236,3 +264,6 @@ class ConformanceRun:
             tr.write_line(text, **{colour: True, "bold": colour == "red"})
         for target in self.reports_written:
             tr.write_line(f"chongming report written to {target}")
+        if self.attest_problem is not None:
+            tr.write_line(f"chongming attestation NOT written to {self.options.attest}: "
+                          f"{self.attest_problem}", red=True, bold=True)
