@@ -23,7 +23,7 @@ def _named_paths() -> list[str]:
 
 
 def _exists(name: str) -> bool:
-    groups = ("report", "plugin", "contract")
+    groups = ("report", "plugin", "contract", "attest")
     bases = (PACKAGE, ROOT, ROOT / "tests", *(PACKAGE / group for group in groups))
     return any((base / name).exists() for base in bases)
 

@@ -12,21 +12,18 @@ Scopes say *how* a clause can be checked:
 * ``contract`` -- observable through one connection; the contract suite, the
   hypothesis properties and the state machine check it.
 * ``cross_process`` -- only observable with several processes sharing one
-  store; the stress harness (and, for ``XP-CTRL-*``, the controller checks)
-  checks it. A store that cannot be shared gets
-  these reported NOT VERIFIED, never PASS.
+  store; the stress harness (and, for ``XP-CTRL-*``, the controller checks) checks
+  it. A store that cannot be shared gets these NOT VERIFIED, never PASS.
 * ``controller`` -- observable by running the reference ``Controller``
   (``chongming_conformance.controller``) on one store, the way its real
   consumer uses it; ``ControllerContract`` checks it. (Its cross-process
   counterparts are ``XP-CTRL-*`` clauses of scope ``cross_process``.)
-* ``review`` -- not observable through the protocol at all (where a filter
-  runs, whether a file handle is really released). The kit reports these NOT
-  VERIFIED with a note and the reference stores prove them with their own
-  tests (``EXPLAIN``); they are excluded from ``--chongming-gate``.
+* ``review`` -- not observable through the protocol at all (where a filter runs,
+  whether a file handle is really released): NOT VERIFIED with a note, proven by the
+  reference stores' own tests (``EXPLAIN``), excluded from ``--chongming-gate``.
 
-Every check in the kit declares the clauses it covers with :func:`checks`;
-naming an unknown clause fails at import time, and the project's own tests
-fail if a non-review clause has no check.
+Every check declares the clauses it covers with :func:`checks`; an unknown clause
+fails at import time, and the project's tests fail if a non-review clause has no check.
 """
 
 from __future__ import annotations
@@ -56,11 +53,8 @@ __all__ = [
 
 #: Bumped whenever a clause is added, removed, or its meaning changes.
 CATALOGUE_VERSION = "1.8"
-
-#: Old clause id -> new id, for every clause renamed since catalogue 1.0, so that
-#: ``chongming-conformance diff`` follows a clause across a rename instead of reporting
-#: one removed and one added. No clause has been renamed yet (splits such as LENGTH-IDS /
-#: LENGTH-IDS-CAPACITY kept the old id); a rename adds its line here and bumps the version.
+#: Old id -> new id of each renamed clause (none yet: splits kept the old id), so that
+#: ``chongming-conformance diff`` follows a clause across a rename (docs/attestation.md).
 RENAMED: dict[str, str] = {}
 
 CLAUSE_ATTR = "__chongming_clauses__"

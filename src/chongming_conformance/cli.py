@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check",
         usage="chongming-conformance check [MODULE:ATTR] [--report PATH] [--gate LEVEL] "
-        "[pytest args ...]",
+        "[--attest FILE [--attest-key PEM]] [--badge FILE] [pytest args ...]",
         help="run the conformance suite against a store (extra arguments go to pytest)",
         description="Run the conformance suite against MODULE:ATTR (default: "
         f"{DEFAULT_SPEC}). Unknown arguments are passed to pytest, e.g. -x, -k, -q.",
@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
         help="write the report (.json, .md or .html); may be repeated",
     )
     check.add_argument("--gate", choices=("must", "should"), help="fail unless conformant")
+    check.add_argument("--attest", metavar="FILE",
+                       help="write the in-toto attestation of the result (.json)")
+    check.add_argument("--attest-key", metavar="PRIVATE.pem", help="sign the attestation")
+    check.add_argument("--badge", metavar="FILE", help="write the shields.io badge JSON")
     check.add_argument("--shared-store", metavar="MODULE:ATTR", help="shared store factory")
     check.add_argument("--timeout", metavar="SECONDS", help="per-call timeout")
     check.add_argument("--profile", metavar="NAME", help="hypothesis profile")
@@ -92,6 +96,9 @@ def _pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     args += [f"--chongming-report={path}" for path in ns.report]
     for flag, value in (
         ("--chongming-gate", ns.gate),
+        ("--chongming-attest", ns.attest),
+        ("--chongming-attest-key", ns.attest_key),
+        ("--chongming-badge", ns.badge),
         ("--chongming-shared-store", ns.shared_store),
         ("--chongming-timeout", ns.timeout),
         ("--chongming-profile", ns.profile),

@@ -55,11 +55,40 @@ def test_check_defaults_to_sqlite_and_runs_only_the_suite(tmp_path: Path) -> Non
 def test_check_passes_pytest_args_and_gate(tmp_path: Path) -> None:
     done = cli(
         "check", "reference_stores.memory:make_store", "--gate", "must",
+        "--attest", "out/statement.json", "--badge", "out/badge.json",
         "--", "-k", "prune", "-p", "no:cacheprovider", cwd=tmp_path,
     )
     assert done.returncode == 1  # partial: a narrowed run never passes a gate
     assert "deselected by -k" in done.stdout
     assert "chongming gate (must): FAILED (partial run" in done.stdout
+    # The attestation and the badge are written all the same, and say it.
+    statement = json.loads((tmp_path / "out" / "statement.json").read_text())
+    assert statement["predicate"]["result"] == "FAILED"
+    assert json.loads((tmp_path / "out" / "badge.json").read_text())["message"].startswith(
+        "partial run")
+    verified = cli("verify", "out/statement.json", cwd=tmp_path)
+    assert verified.returncode == 1
+    assert "verify: FAILED: the result is FAILED, not PASSED (partial" in verified.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--chongming-attest=statement.txt"], "--chongming-attest='statement.txt' must end in .json"),
+    (["--chongming-badge=badge.svg"], "--chongming-badge='badge.svg' must end in .json"),
+    (["--chongming-attest-key=key.pem"], "--chongming-attest-key signs an attestation"),
+    (["--chongming-attest=s.json", "--chongming-attest-key=missing.pem"],
+     "--chongming-attest-key='missing.pem': no such file"),
+])
+def test_attestation_options_are_checked_before_the_run(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "--chongming-store=reference_stores.memory:make_store", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT, check=False,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert message in done.stderr
+    assert "passed" not in done.stdout
 
 
 def test_check_bad_gate_exits_like_the_plugin(tmp_path: Path) -> None:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
 from plugin_helpers import clause, load_report, run, table_outcome
 
+import reference_stores
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
+from chongming_conformance.attest import verify_statement
+from chongming_conformance.attest.intoto import statement_problems
 from chongming_conformance.clauses import FAULT_MODES_NEEDED
 from chongming_conformance.contract import StoreContract
 from chongming_conformance.suite import SUITE_DIR, suite_files
@@ -26,10 +37,13 @@ def stress_wired() -> bool:
 @pytest.mark.parametrize("module", ["memory", "sqlite", "jsonfile"])
 def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, module: str) -> None:
     spec = f"reference_stores.{module}:make_store"
-    # SQLite under the fault run too: it declares no network, so pauses only.
-    faults = ["--chongming-faults=network"] if module == "sqlite" else []
+    # SQLite under the fault run too: it declares no network, so pauses only. Its green
+    # must gate also writes the attestation and the badge (checked at the end).
+    extra = ["--chongming-faults=network", "--chongming-gate=must",
+             "--chongming-attest=out/statement.json",
+             "--chongming-badge=out/badge.json"] if module == "sqlite" else []
     result = run(pytester, f"--chongming-store={spec}", "--chongming-report=out/report.json",
-                 *faults)
+                 *extra)
     assert result.ret == 0, result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= CONTRACT_TESTS
@@ -82,12 +96,45 @@ def test_reference_store_is_green_with_clause_table(pytester: pytest.Pytester, m
                     and cid != "XP-FAULT-DURABILITY":
                 assert clause(doc, cid)["outcome"] == expected, cid
         assert doc["run"]["stress_profile"]["faults"] == "network"
+        _attestation_verifies_until_the_store_changes(pytester.path / "out", doc)
     elif module == "memory":
         # No fault run was requested: the fault clauses are left out, and the summary says so.
         assert "fault clause(s) (XP-FAULT-SAFETY, XP-FAULT-RECOVERY, XP-FAULT-NO-HANG" in out
         assert not any(clause(doc, cid)["gated"] for cid in FAULT_CLAUSES)
     else:  # jsonfile declares cross_process unsupported: settled, nothing left to say
         assert all(clause(doc, cid)["outcome"] == "UNSUPPORTED" for cid in FAULT_CLAUSES)
+
+
+def _attestation_verifies_until_the_store_changes(out: Path, doc: dict[str, Any]) -> None:
+    """The green gate's attestation: ``verify`` accepts it on this install and rejects it
+    once one byte of the store's code differs (a copy of reference_stores, changed, found
+    first on PYTHONPATH by a fresh ``chongming-conformance verify``)."""
+    statement = json.loads((out / "statement.json").read_text(encoding="utf-8"))
+    assert statement["predicate"]["result"] == "PASSED"
+    assert statement_problems(statement) == []
+    assert verify_statement(statement) is None
+    badge = json.loads((out / "badge.json").read_text(encoding="utf-8"))
+    assert badge["message"] == f"conforms · catalogue {CATALOGUE_VERSION} · kit {__version__}"
+    copy = out / "site" / "reference_stores"
+    shutil.copytree(Path(reference_stores.__file__).parent, copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "chongming_conformance.cli", "verify",
+             str(out / "statement.json")],
+            env={**os.environ, "PYTHONPATH": str(out / "site")}, capture_output=True,
+            text=True, timeout=120, check=False,
+        )
+
+    same = verify()
+    assert same.returncode == 0, same.stderr
+    sqlite = copy / "sqlite.py"
+    sqlite.write_bytes(sqlite.read_bytes() + b" ")
+    changed = verify()
+    assert changed.returncode == 1
+    assert "reference_stores/sqlite.py changed" in changed.stderr, changed.stderr
+    assert doc["verdict"].startswith("conforms")
 
 
 @pytest.mark.postgres
