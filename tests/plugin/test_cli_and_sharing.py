@@ -175,3 +175,17 @@ def test_explicit_shared_store_is_validated_and_shown(sharing: pytest.Pytester) 
     )
     doc = load_report(sharing.path / "r.json")
     assert doc["store"]["shared_source"] == "--chongming-shared-store"
+
+
+def test_an_attestation_that_cannot_be_made_fails_the_run_and_says_why(tmp_path: Path) -> None:
+    (tmp_path / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "--chongming-store=reference_stores.memory:make_store", "-k", "get_missing",
+         "--chongming-attest=s.json", "--chongming-attest-key=key.pem"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT, check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "chongming attestation NOT written to" in done.stdout
+    assert "key.pem is not an unencrypted PEM private key" in done.stdout
+    assert not (tmp_path / "s.json").exists()
