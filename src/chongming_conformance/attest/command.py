@@ -30,36 +30,35 @@ from .signing import SigningUnavailable, is_envelope, open_envelope
 
 __all__ = ["main"]
 
-
+_DESCRIPTIONS = {
+    "attest": "Write the in-toto attestation of a JSON report.",
+    "verify": "Check a statement against the installed store code, kit and catalogue; exit 0 "
+              "only if all match and the result is PASSED.",
+    "diff": "Compare two JSON reports clause by clause; exit 1 on a regression.",
+    "badge": "Write the shields.io endpoint badge JSON of a report.",
+}
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    parser = UsageParser(prog=f"chongming-conformance {command}")
-    if command == "attest":
-        parser.description = "Write the in-toto attestation of a JSON report."
+    parser = UsageParser(prog=f"chongming-conformance {command}",
+                         description=_DESCRIPTIONS[command])
+    if command in ("attest", "badge"):
         parser.add_argument("report", metavar="REPORT.json")
         parser.add_argument("-o", "--output", metavar="FILE", required=True)
+    if command == "attest":
         parser.add_argument("--key", metavar="PRIVATE.pem",
                             help="sign it (DSSE envelope) with this local private key")
     elif command == "verify":
-        parser.description = ("Check a statement against the installed store code, kit and "
-                              "catalogue; exit 0 only if all match and the result is PASSED.")
         parser.add_argument("statement", metavar="STATEMENT")
         parser.add_argument("--store", metavar="MODULE:ATTR",
                             help="the store whose code to check (default: the one recorded)")
         parser.add_argument("--key", metavar="PUBLIC.pem",
                             help="check a signed statement's signature with this public key")
         parser.add_argument("--allow-warned", action="store_true",
-                            help="accept a WARNED result (SHOULD clauses FAIL or NOT VERIFIED)")
+                            help="accept a WARNED result (a SHOULD clause FAILs)")
     elif command == "diff":
-        parser.description = ("Compare two JSON reports clause by clause; exit 1 on a "
-                              "regression.")
         parser.add_argument("old", metavar="OLD.json")
         parser.add_argument("new", metavar="NEW.json")
-    else:
-        parser.description = "Write the shields.io endpoint badge JSON of a report."
-        parser.add_argument("report", metavar="REPORT.json")
-        parser.add_argument("-o", "--output", metavar="FILE", required=True)
     return parser
 
 

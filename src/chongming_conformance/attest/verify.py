@@ -59,20 +59,23 @@ def _subject_problem(subject: Mapping[str, Any], installed: Mapping[str, Subject
             f"{now.sha256[:12]}… installed")
 
 
-def _self_problem(statement: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
-    entries = {name: configuration_entry(statement, name)
-               for name in (CATALOGUE_NAME, REPORT_NAME, RUN_NAME)}
-    for name, entry in entries.items():
-        if entry is None:
-            return f"predicate.configuration has no {name!r} entry: not a chongming " \
-                   "statement", {}
-    run = entries[RUN_NAME]["annotations"]  # type: ignore[index]
-    if sha256_hex(canonical_json(run)) != entries[RUN_NAME]["digest"].get("sha256"):  # type: ignore[index]
+def _self_problem(statement: Mapping[str, Any]
+                  ) -> tuple[str | None, dict[str, Mapping[str, Any]]]:
+    """A problem with the statement's own consistency, or None and its three descriptors."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    for name in (CATALOGUE_NAME, REPORT_NAME, RUN_NAME):
+        entry = configuration_entry(statement, name)
+        if entry is None or not isinstance(entry.get("digest"), Mapping):
+            return f"predicate.configuration has no {name!r} entry with a digest: not a " \
+                   "chongming statement", {}
+        entries[name] = entry
+    run = entries[RUN_NAME].get("annotations", {})
+    if sha256_hex(canonical_json(run)) != entries[RUN_NAME]["digest"].get("sha256"):
         return f"the {RUN_NAME!r} annotations do not match their digest: edited", {}
     predicate = statement["predicate"]
-    lists = [list(predicate.get(k, [])) for k in ("failedTests", "warnedTests")]
     try:
-        wanted = expected_result(lists[0], lists[1], run)
+        wanted = expected_result(list(predicate.get("failedTests", [])),
+                                 list(predicate.get("warnedTests", [])), run)
     except KeyError as exc:
         return f"the {RUN_NAME!r} annotations lack {exc}", {}
     if predicate["result"] != wanted:
