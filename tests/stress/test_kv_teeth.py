@@ -107,7 +107,12 @@ TEETH = {
 #: lands in the window (the CI run of 2026-12-02 at seed 0 did), and rightly FAILs
 #: COUNTS-PER-STATUS beside -- or, when the workload's reads missed it, instead of -- the
 #: workload's own finding: either is a precise catch of this bug, nothing else is.
-ALSO: dict[str, tuple[str, ...]] = {"IndexAfterRecord": ("COUNTS-PER-STATUS",)}
+#: UnboundedCleanup's lost index entry leaves the same disagreement behind (a saved record
+#: in no index: counted, never returned by query(); seen at seed 3 on 2026-12-03).
+ALSO: dict[str, tuple[str, ...]] = {
+    "IndexAfterRecord": ("COUNTS-PER-STATUS",),
+    "UnboundedCleanup": ("COUNTS-PER-STATUS",),
+}
 
 
 @pytest.mark.parametrize("store", sorted(TEETH))
