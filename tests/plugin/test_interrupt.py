@@ -76,6 +76,29 @@ def _in_session(session: int, exclude: int) -> set[int]:
     return {p for p, (_, sid) in _processes().items() if sid == session and p != exclude}
 
 
+#: The run starts as a terminal starts it: SIGINT and SIGTERM unblocked and at their default
+#: disposition, whatever this (xdist worker) process has done to its own, since a child
+#: inherits a blocked mask and an ignored signal across exec. Once, in a loaded full run, the
+#: child let a SIGINT pass without a trace; _signal_masks tells the next failure's reader why.
+_AS_FROM_A_SHELL = (
+    sys.executable, "-c",
+    "import os, signal, sys; "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])",
+)
+
+
+def _signal_masks(pid: int) -> str:
+    """The child's blocked, ignored and caught signal masks, as /proc shows them."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return f"signal masks of {pid} unreadable: {exc}"
+    return " ".join(line.replace("\t", "") for line in lines
+                    if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def _wait_for(condition: str, check: Callable[[], bool], bound: float) -> None:
     end = time.monotonic() + bound
     while time.monotonic() < end:
@@ -94,7 +117,7 @@ def test_interrupt_during_stress_writes_a_partial_report_and_leaves_no_process(
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+            *_AS_FROM_A_SHELL, "-m", "pytest", "-p", "no:cacheprovider",
             "--chongming-store=reference_stores.sqlite:make_store",
             "--chongming-suite-only",
             f"--chongming-report={report}",
@@ -119,6 +142,7 @@ def test_interrupt_during_stress_writes_a_partial_report_and_leaves_no_process(
 
         _wait_for("the stress workers to start", stress_running, 240.0)
         assert proc.poll() is None, "the run ended before any stress worker started"
+        signals_at_kill = _signal_masks(proc.pid)
         os.kill(proc.pid, signum)
         output, _ = proc.communicate(timeout=240.0)
     finally:
@@ -126,7 +150,7 @@ def test_interrupt_during_stress_writes_a_partial_report_and_leaves_no_process(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, f"{signals_at_kill}\n{output}"
     doc = load_report(report)  # valid JSON, valid against the schema
     assert doc["run"]["partial"] is True
     assert INTERRUPTED_REASON in doc["run"]["partial_reasons"], doc["run"]["partial_reasons"]
