@@ -10,7 +10,7 @@ clause only, while its extra FAILs are still the kit's to remove.
 
 One subprocess pytest run per store (``matrix.run_case``) at the ci profile, the default
 and what the outside audit ran. Gated like the precision matrix: the default run (and CI)
-takes every FRESH_SAMPLE_EVERY-th store; ``-m precision_full`` runs the rest.
+takes every FRESH_SAMPLE_EVERY-th store; ``-m full_evidence`` runs the rest.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ PRECISE = frozenset(s.__name__ for s in STORES)
 
 
 def _marked(index: int, store: type) -> object:
-    marks = () if index % FRESH_SAMPLE_EVERY == 0 else (pytest.mark.precision_full,)
+    marks = () if index % FRESH_SAMPLE_EVERY == 0 else (pytest.mark.full_evidence,)
     return pytest.param(store, id=store.__name__, marks=marks)
 
 

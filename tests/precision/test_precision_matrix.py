@@ -19,7 +19,7 @@ from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS
 ALL = cases()
 #: The default run (and CI) takes every SAMPLE_EVERY-th store, in the matrix's fixed order,
 #: so every kind of broken store (contract, property, stress) is represented and the run
-#: stays within CI's budget; ``-m precision_full`` runs the rest (docs/benchmarks.md has the
+#: stays within CI's budget; ``-m full_evidence`` runs the rest (docs/benchmarks.md has the
 #: full matrix; its wall time: about 45 min serial on a loaded 2-core box, 7 min under -n 2
 #: on a quiet one).
 SAMPLE_EVERY = 8
@@ -28,7 +28,7 @@ SAMPLE_EVERY = 8
 def _marked(index: int, case: Case) -> object:
     if index % SAMPLE_EVERY == 0:
         return pytest.param(case, id=case.id)
-    return pytest.param(case, id=case.id, marks=pytest.mark.precision_full)
+    return pytest.param(case, id=case.id, marks=pytest.mark.full_evidence)
 
 
 #: Clauses a broken store may or may not fail from run to run (see the test). Empty since
