@@ -107,9 +107,11 @@ TEETH = {
 #: lands in the window (the CI run of 2026-12-02 at seed 0 did), and rightly FAILs
 #: COUNTS-PER-STATUS beside -- or, when the workload's reads missed it, instead of -- the
 #: workload's own finding: either is a precise catch of this bug, nothing else is.
-#: UnboundedCleanup's lost index entry leaves the same disagreement behind (a saved record
-#: in no index: counted, never returned by query(); seen at seed 3 on 2026-12-03).
+#: UnboundedCleanup's lost index entry and CreateRaceUndoesWinnerIndex's undone winner
+#: entries leave the same disagreement behind (a record in no index: counted, never returned
+#: by a filtered query(); seen at seeds 3 and 0 in the full runs of 2026-12-03).
 ALSO: dict[str, tuple[str, ...]] = {
+    "CreateRaceUndoesWinnerIndex": ("COUNTS-PER-STATUS",),
     "IndexAfterRecord": ("COUNTS-PER-STATUS",),
     "UnboundedCleanup": ("COUNTS-PER-STATUS",),
 }
