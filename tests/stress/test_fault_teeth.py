@@ -44,11 +44,12 @@ class Tooth:
 FAULT_SECONDS = 15.0
 #: A catch is a probability (a seed fixes the fault plan, not the interleavings): the
 #: probabilistic teeth get several seeds, and must be caught on one of them. Measured per
-#: run at quick (8 s of faults): RetryingSave 3/5, SwallowingWrites 2/5, NoClientTimeout
-#: 2/5, OneConnection 5/5 (docs/benchmarks.md, "Faults").
+#: run at quick with these 15 s of faults on 2026-12-03 (docs/benchmarks.md, "Faults"):
+#: RetryingSave 4/16, SwallowingWrites 5/5, NoClientTimeout 3/5, OneConnection 5/5 (at 8 s,
+#: issue 29). RetryingSave, once 3/5, gets 16 seeds: a miss on all of them is about 1 %.
 SEEDS = (0, 1, 2, 3, 4)
 TEETH = [
-    Tooth("RetryingSave", fault_stores.make_retrying_save, SAFETY, seeds=SEEDS),
+    Tooth("RetryingSave", fault_stores.make_retrying_save, SAFETY, seeds=tuple(range(16))),
     Tooth("SwallowingWrites", fault_stores.make_swallowing_writes, SAFETY, seeds=SEEDS),
     Tooth("OneConnection", fault_stores.make_one_connection, RECOVERY, seeds=(0,)),
     Tooth("NoClientTimeout", fault_stores.make_no_client_timeout, NO_HANG, seeds=SEEDS),
