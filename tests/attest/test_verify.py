@@ -235,3 +235,17 @@ def test_an_installed_distribution_is_identified_by_its_record(
     problem = verify_statement(statement)
     assert problem is not None
     assert f"(installed distribution RECORD) differs: {name}/__init__.py changed" in problem
+
+
+def test_a_key_securesystemslib_cannot_sign_with_is_one_message(
+    memory_report: dict[str, Any], tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import dsa
+
+    key = tmp_path / "dsa.pem"
+    key.write_bytes(dsa.generate_private_key(2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    with pytest.raises(ValueError, match=r"dsa\.pem: cannot sign with this key"):
+        attestation(memory_report, key)

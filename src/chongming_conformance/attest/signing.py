@@ -63,7 +63,11 @@ def sign_statement(statement: Mapping[str, Any], key_path: Path) -> dict[str, An
         raise SigningUnavailable(f"signing needs {_INSTALL_HINT}") from exc
     payload = json.dumps(statement, sort_keys=True, ensure_ascii=False).encode()
     envelope = Envelope(payload=payload, payload_type=DSSE_PAYLOAD_TYPE, signatures={})
-    envelope.sign(CryptoSigner(private_key))
+    try:
+        envelope.sign(CryptoSigner(private_key))
+    except Exception as exc:  # a key type or size securesystemslib cannot sign with (DSA, ...)
+        raise ValueError(f"{key_path}: cannot sign with this key ({type(exc).__name__}: "
+                         f"{exc})") from None
     signed: dict[str, Any] = envelope.to_dict()
     return signed
 
