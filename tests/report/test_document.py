@@ -71,6 +71,10 @@ def test_derived_schema_is_v1_plus_the_optional_keys_added_since() -> None:
         # A stress run drawn (stress.picture), for the HTML report.
         assert tests["items"]["properties"].pop("history") == {"type": ["object", "null"]}
         assert "history" not in tests["items"]["required"]
+        # A fault run's coverage matrix and the clauses it passed without judging.
+        assert tests["items"]["properties"].pop("coverage") == {"type": ["object", "null"]}
+        assert tests["items"]["properties"].pop("unproven") == {"type": ["object", "null"]}
+        assert not {"coverage", "unproven"} & set(tests["items"]["required"])
     assert derived == v1
 
 

@@ -45,161 +45,109 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .aim import Aimer, Hit, Trigger
 from .deployment import Action
 from .network import Network
+from .plan import (
+    DEPLOYMENT_PREFIX,
+    NETWORK_KINDS,
+    PAUSE_KINDS,
+    WRITES,
+    Fault,
+    Planner,
+    call_words,
+    kinds_for,
+    plan,
+)
 from .toxics import Latency, LimitData, Timeout
 
 __all__ = [
     "DEPLOYMENT_PREFIX",
+    "LOG_NAME",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
     "Applied",
     "Fault",
+    "Landing",
     "Nemesis",
     "kinds_for",
     "plan",
     "read_nemesis_log",
 ]
 
-NETWORK_KINDS = ("lost-reply", "lost-request", "reset", "blackhole", "latency", "cut", "down")
-PAUSE_KINDS = ("pause",)
-#: A deployment action's fault kind is this prefix and the action's name.
-DEPLOYMENT_PREFIX = "deployment:"
 #: The file a nemesis logs its applied faults to, in the run's log folder.
 LOG_NAME = "nemesis.jsonl"
-#: Relative weights. The faults aimed at calls in flight come first: they are what a store
-#: mishandles (an unknown effect taken for a known one), and they cost the run nothing. A
-#: blackhole holds every worker for the store's client timeout, so it comes seldom.
-_WEIGHTS = {"lost-reply": 8, "lost-request": 4, "reset": 2, "blackhole": 1, "latency": 1,
-            "cut": 1, "down": 1, "pause": 1}
-#: The weight of each deployment action: a crash is the fault a durability verdict needs,
-#: and it is preceded by seconds of health (``plan``), so it may be drawn often.
-DEPLOYMENT_WEIGHT = 4
-
-
-def kinds_for(mode: str, *, network: bool, actions: Sequence[str] = ()) -> tuple[str, ...]:
-    """The fault kinds of a ``StressProfile.faults`` mode: ``pause`` only; with ``network``
-    (and a network to break) the network kinds too; with ``deployment`` also the store's
-    own ``actions`` (their names)."""
-    if mode not in ("pause", "network", "deployment"):
-        return ()
-    kinds: tuple[str, ...] = PAUSE_KINDS
-    if mode in ("network", "deployment") and network:
-        kinds = (*NETWORK_KINDS, *kinds)
-    if mode == "deployment":
-        kinds = (*kinds, *(DEPLOYMENT_PREFIX + a for a in actions))
-    return kinds
+#: Seconds an aimed fault waits for its call before it gives up (the workload makes most
+#: calls many times a second; a miss is logged and the planner tries another cell).
+AIM_WAIT = 2.0
+#: Kinds whose landing is recorded, and counts toward a run's coverage, even when not
+#: aimed: a pause is applied to a worker the call board shows inside a call; a blackhole,
+#: a reset or the server down on a connection with a request in flight leaves that call
+#: without its reply for sure. An unaimed lost reply, lost request, cut or latency acts on
+#: a connection's *next* chunks, which may belong to a later call or to none: its landings
+#: are not known, so none is recorded.
+PRECISE_UNAIMED = frozenset({"pause", "blackhole", "reset", "down"})
 
 
 @dataclass(frozen=True, slots=True)
-class Fault:
-    """One planned fault. ``gap``: seconds of health before it; ``duration``: seconds it
-    lasts (0: an instant); ``every``: all connections (or workers) or one, ``pick`` says
-    which (an index taken modulo what is live then); ``amount``: milliseconds of latency,
-    bytes before a cut."""
+class Landing:
+    """A call a fault landed in: the worker's index and the call's ``seq`` in its log, the
+    method, at which round trip (0: not known, a pause or an unaimed fault) of how many the
+    method usually makes, and whether the fault was aimed at it."""
 
-    number: int
-    kind: str
-    gap: float
-    duration: float
-    every: bool
-    pick: int
-    amount: float = 0.0
+    worker: int
+    seq: int
+    method: str
+    round_trip: int = 0
+    round_trips: int | None = None
+    aimed: bool = False
 
-    def describe(self) -> str:
-        who = "every connection" if self.every else "one connection"
-        if self.kind == "lost-reply":
-            return ("lose the next reply on every connection" if self.every
-                    else "lose the next reply of one call in flight")
-        if self.kind == "lost-request":
-            who = "every live connection" if self.every else "the next call of one busy one"
-            return f"lose requests on {who} for {self.amount:.0f} ms, then close"
-        if self.kind == "reset":
-            return f"reset {who}"
-        if self.kind == "blackhole":
-            return f"blackhole {who} for {self.duration:.1f} s"
-        if self.kind == "latency":
-            return f"latency {self.amount:.0f}±{self.amount / 4:.0f} ms on {who} for " \
-                   f"{self.duration:.1f} s"
-        if self.kind == "cut":
-            return f"cut replies after {self.amount:.0f} bytes on {who} for {self.duration:.1f} s"
-        if self.kind == "down":
-            return f"server down for {self.duration:.1f} s"
-        return f"pause one worker for {self.duration:.1f} s"
+    def counts(self, kind: str) -> bool:
+        """Whether this landing counts toward a run's coverage cells."""
+        return self.aimed or kind in PRECISE_UNAIMED
 
-
-def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
-    """The endless fault sequence of ``seed`` over ``kinds`` (none: an empty sequence).
-
-    Its random stream is its own (not the workers'), so a replay with the same seed and
-    kinds plans the same faults in the same order.
-    """
-    if not kinds:
-        return
-    rng = random.Random(f"chongming-nemesis-{seed}")
-    weights = [_WEIGHTS.get(k, DEPLOYMENT_WEIGHT) for k in kinds]
-    number = 0
-    while True:
-        number += 1
-        kind = rng.choices(list(kinds), weights)[0]
-        # A lost reply or request on one connection costs the run that connection and one
-        # call: it may come often. The others hold every worker up for a while.
-        targeted = kind in ("lost-reply", "lost-request")
-        gap = rng.uniform(0.02, 0.15) if targeted else rng.uniform(0.1, 0.8)
-        # A lost reply on one busy connection usually lands on the call *after* the one in
-        # flight (the toxic is in place a moment later): a worker's next call on the same
-        # connection, such as the save after its read. On every connection it lands on each
-        # one's next call, mostly reads.
-        every = rng.random() < {"reset": 0.5, "latency": 0.5, "cut": 0.5, "lost-reply": 0.2,
-                                "lost-request": 0.2, "blackhole": 0.25}.get(kind, 1.0)
-        pick = rng.randrange(1_000_000)
-        if kind == "lost-reply":
-            yield Fault(number, kind, gap, 1.0, every, pick)
-        elif kind == "lost-request":
-            yield Fault(number, kind, gap, 0.0, every, pick, float(rng.randrange(50, 250, 25)))
-        elif kind == "reset":
-            yield Fault(number, kind, gap, 0.0, every, pick)
-        elif kind == "blackhole":
-            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), every, pick)
-        elif kind == "latency":
-            yield Fault(number, kind, gap, rng.uniform(0.5, 2.0), every, pick,
-                        float(rng.randrange(100, 800, 50)))
-        elif kind == "cut":
-            yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), every, pick,
-                        float(rng.randrange(1, 200)))
-        elif kind == "down":
-            yield Fault(number, kind, gap, rng.uniform(0.3, 1.0), True, pick)
-        elif kind.startswith(DEPLOYMENT_PREFIX):
-            # Seconds of health first: a store recovering from the last crash is judged on
-            # its way back (the workers' check phases and rounds go on), not crashed again
-            # before it has reconnected.
-            yield Fault(number, kind, rng.uniform(3.0, 6.0), rng.uniform(0.5, 2.0), True, pick)
-        else:
-            yield Fault(number, "pause", gap, rng.uniform(0.2, 1.5), False, pick)
-
+    @classmethod
+    def of(cls, hit: Hit) -> Landing:
+        return cls(hit.worker, hit.seq, hit.method, hit.round_trip, hit.round_trips, True)
 
 @dataclass(frozen=True, slots=True)
 class Applied:
     """A fault as it was applied: its real interval (``time.monotonic()``, the clock of the
-    workers' logs) and what it hit."""
+    workers' logs), what it hit, and the calls it landed in (``landed``)."""
 
     fault: Fault
     start: float
     end: float
     detail: str
+    landed: tuple[Landing, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
         return {"fault": asdict(self.fault), "start": self.start, "end": self.end,
-                "detail": self.detail}
+                "detail": self.detail, "landed": [asdict(x) for x in self.landed]}
+
+    @classmethod
+    def from_json(cls, rec: Mapping[str, Any]) -> Applied:
+        return cls(Fault(**rec["fault"]), float(rec["start"]), float(rec["end"]),
+                   str(rec.get("detail", "")),
+                   tuple(Landing(**x) for x in rec.get("landed", ())))
+
+    def tally(self) -> Counter[tuple[str, str]]:
+        """(kind, method) -> landings that count toward coverage."""
+        return Counter((self.fault.kind, x.method) for x in self.landed
+                       if x.counts(self.fault.kind))
+
+
+#: What the nemesis is told of a worker inside a call: index -> (pid, seq, method).
+Calls = Callable[[], Mapping[int, tuple[int, int, str]]]
 
 
 class Nemesis:
@@ -211,15 +159,19 @@ class Nemesis:
 
     def __init__(
         self,
-        faults: Iterator[Fault],
+        faults: Iterator[Fault] | Planner,
         *,
         network: Network | None,
         pausable: Callable[[], Mapping[int, int]],
         log_path: Path,
         actions: Mapping[str, Action] | None = None,
         writing: Callable[[], Mapping[int, int]] | None = None,
+        aimer: Aimer | None = None,
+        calls: Calls | None = None,
     ) -> None:
         self._faults = faults
+        self._aimer = aimer
+        self._calls = calls
         self._network = network
         self._actions = dict(actions or {})
         self._writing = writing
@@ -237,6 +189,9 @@ class Nemesis:
         #: Whether the current fault has done all it will do (a targeted toxic has fired:
         #: its connection is gone), so the next may begin; None: it lasts its duration.
         self._ended: Callable[[], bool] | None = None
+        #: The calls the current fault landed in, and when an aimed one hit its call.
+        self._landed: list[Landing] = []
+        self._landed_at: float | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="chongming-nemesis", daemon=True)
@@ -251,14 +206,32 @@ class Nemesis:
         self._heal()
         return time.monotonic()
 
+    def tally(self) -> Counter[tuple[str, str]]:
+        """(fault kind, method) -> landings so far that count toward coverage."""
+        total: Counter[tuple[str, str]] = Counter()
+        for applied in list(self.applied):
+            total.update(applied.tally())
+        return total
+
     # -- the loop ---------------------------------------------------------------------------
+    def _next(self) -> Fault | None:
+        if isinstance(self._faults, Planner):
+            try:
+                return self._faults.next(self.tally())
+            except StopIteration:
+                return None
+        return next(self._faults, None)
+
     def _run(self) -> None:
         try:
-            for fault in self._faults:
+            while (fault := self._next()) is not None:
                 if self._stop.wait(fault.gap):
                     return
                 start = time.monotonic()
+                self._landed = []
                 detail, undo = self._begin(fault)
+                if self._landed_at is not None:
+                    start, self._landed_at = self._landed_at, None  # when it hit its call
                 until = start + fault.duration
                 while time.monotonic() < until and not self._stop.is_set():
                     if self._ended is not None and self._ended():
@@ -266,7 +239,13 @@ class Nemesis:
                     self._stop.wait(min(0.005, max(until - time.monotonic(), 0.0)))
                 self._ended = None
                 undo()
-                self._record(Applied(fault, start, time.monotonic(), detail))
+                if isinstance(self._faults, Planner) and fault.target:
+                    if self._landed:
+                        self._faults.landed(fault)
+                    else:
+                        self._faults.missed(fault)
+                self._record(Applied(fault, start, time.monotonic(), detail,
+                                     tuple(self._landed)))
         except Exception as exc:  # a nemesis that breaks must not take the run with it
             self.error = f"the nemesis stopped: {type(exc).__name__}: {exc}"
 
@@ -290,6 +269,8 @@ class Nemesis:
                 and self._actions[a.fault.kind[len(DEPLOYMENT_PREFIX):]].crash]
 
     def _begin(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        if fault.target:
+            return self._aimed(fault)
         if fault.kind == "pause":
             return self._pause(fault)
         if fault.kind.startswith(DEPLOYMENT_PREFIX):
@@ -297,6 +278,8 @@ class Nemesis:
         proxies = self._network.proxies if self._network is not None else []
         if not proxies:
             return "no proxy to act on", _nothing
+        if fault.kind in PRECISE_UNAIMED:
+            self._note_in_flight(proxies, fault)
         if fault.kind == "lost-reply":
             return self._lose_reply(fault, proxies)
         if fault.kind == "lost-request":
@@ -363,6 +346,59 @@ class Nemesis:
                 proxy.remove_toxic(toxic)
 
         return f"{fault.kind} on {where}", undo
+
+    def _note_in_flight(self, proxies: Sequence[Any], fault: Fault) -> None:
+        """The calls in flight on the connections an unaimed network fault may hit (as the
+        aim sees them when it begins): every live connection's, or the busy ones'."""
+        if self._aimer is None:
+            return
+        for proxy in proxies:
+            conns = proxy.connections() if fault.every else proxy.busy_connections()
+            for conn in conns:
+                found = self._aimer.in_flight(proxy.name, conn)
+                if found is not None:
+                    worker, seq, method = found
+                    self._landed.append(Landing(worker, seq, method))
+
+    # -- aimed faults -----------------------------------------------------------------------
+    def _aimed(self, fault: Fault) -> tuple[str, Callable[[], None]]:
+        """A fault aimed at a kind of call (``fault.target``): a pause of a worker the call
+        board shows inside one, or a trigger armed on the proxies' aim, which fires on the
+        call's request or reply (``faults.aim``). Waits up to :data:`AIM_WAIT` for it."""
+        if fault.kind == "pause":
+            return self._pause(fault, methods=fault.methods)
+        if self._aimer is None or self._network is None or not self._network.proxies:
+            return "no aim on the network (no proxy, or no call board)", _nothing
+        trigger = _trigger(fault)
+        if trigger is None:
+            return f"{fault.kind} cannot be aimed", _nothing
+        self._aimer.arm(trigger)
+        until = time.monotonic() + AIM_WAIT
+        hits: list[Hit] = []
+        while not self._stop.is_set() and time.monotonic() < until:
+            hits = self._aimer.fired(fault.number)
+            if hits:
+                break
+            time.sleep(0.001)
+        self._aimer.disarm(fault.number)
+        hits = hits or self._aimer.fired(fault.number)
+        if not hits:
+            return f"no {_words(fault)} within {AIM_WAIT:g} s", _nothing
+        hit = hits[0]
+        self._landed.append(Landing.of(hit))
+        self._landed_at = hit.t
+        if fault.kind != "blackhole":
+            self._ended = lambda: True  # done the moment it fired
+            return hit.describe(), _nothing
+        proxies = {p.name: p for p in self._network.proxies}
+
+        def undo() -> None:
+            proxy = proxies.get(hit.proxy)
+            if proxy is not None:
+                for direction in ("upstream", "downstream"):
+                    proxy.remove_toxic(f"stall-c{hit.connection}-{direction}")
+
+        return f"blackhole from the {hit.describe()}", undo
 
     def _lose_reply(self, fault: Fault, proxies: Sequence[Any]) -> tuple[str, Callable[[], None]]:
         """The next reply of every live connection (or of one busy one) is lost and the
@@ -435,8 +471,17 @@ class Nemesis:
 
         return f"{name} (the deployment's action), then its end", undo
 
-    def _pause(self, fault: Fault) -> tuple[str, Callable[[], None]]:
-        inside = self._writer(fault)
+    def _pause(self, fault: Fault, methods: frozenset[str] = frozenset()
+               ) -> tuple[str, Callable[[], None]]:
+        """SIGSTOP a worker: one inside a call of ``methods`` (an aimed pause; the call
+        board says which call each worker is in), else one inside a write if one shows up
+        within 0.3 s, else any; SIGCONT when undone."""
+        if methods:
+            inside = self._inside(fault, methods, AIM_WAIT)
+            if inside is None:
+                return f"no worker inside a {_words(fault)} within {AIM_WAIT:g} s", _nothing
+        else:
+            inside = self._writer(fault)
         live = sorted(self._pausable().items())
         if inside is None and not live:
             return "no worker to pause", _nothing
@@ -444,6 +489,9 @@ class Nemesis:
         with self._lock:
             self._paused.add(pid)
         _signal(pid, signal.SIGSTOP)
+        call = self._calls().get(index) if self._calls is not None else None
+        if call is not None and call[0] == pid:
+            self._landed.append(Landing(index, call[1], call[2], aimed=bool(methods)))
 
         def undo() -> None:
             with self._lock:
@@ -453,10 +501,29 @@ class Nemesis:
         where = " inside a write" if inside is not None else ""
         return f"paused worker {index} (pid {pid}){where}", undo
 
+    def _inside(self, fault: Fault, methods: frozenset[str], wait: float
+                ) -> tuple[int, int] | None:
+        """(index, pid) of a worker the call board shows inside a call of ``methods``,
+        waiting up to ``wait`` seconds (``fault.pick`` chooses among several)."""
+        if self._calls is None:
+            return None
+        until = time.monotonic() + wait
+        while not self._stop.is_set():
+            found = sorted((i, pid) for i, (pid, _, method) in self._calls().items()
+                           if method in methods)
+            if found:
+                return found[fault.pick % len(found)]
+            if time.monotonic() >= until:
+                return None
+            time.sleep(0.001)
+        return None
+
     def _writer(self, fault: Fault) -> tuple[int, int] | None:
         """(index, pid) of a worker inside a write call, waiting up to 0.3 s for one
         (``fault.pick`` chooses among several); None without ``writing`` or when none
         showed up."""
+        if self._calls is not None:
+            return self._inside(fault, frozenset(WRITES), 0.3)
         if self._writing is None:
             return None
         until = time.monotonic() + 0.3
@@ -471,6 +538,26 @@ class Nemesis:
 
 
 def _nothing() -> None:
+    return None
+
+
+def _words(fault: Fault) -> str:
+    """The calls an aimed fault waits for, in words ("save", "read")."""
+    return call_words(fault.target)
+
+
+def _trigger(fault: Fault) -> Trigger | None:
+    """The proxy trigger of an aimed network fault (None: the kind is not aimed so)."""
+    methods = fault.methods
+    if fault.kind == "lost-reply":  # the server ran the commit; the client never hears
+        return Trigger(fault.number, fault.kind, "drop", "downstream", methods, "last")
+    if fault.kind == "lost-request":  # the commit never reaches the server
+        return Trigger(fault.number, fault.kind, "drop", "upstream", methods, "last")
+    if fault.kind == "reset":  # a reset inside the call, before one of its requests
+        return Trigger(fault.number, fault.kind, "reset",
+                       "upstream" if fault.pick % 2 else "downstream", methods, "any")
+    if fault.kind == "blackhole":  # the request vanishes, and so does everything after it
+        return Trigger(fault.number, fault.kind, "stall", "upstream", methods, "last")
     return None
 
 
@@ -496,3 +583,4 @@ def read_nemesis_log(logdir: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return out
+

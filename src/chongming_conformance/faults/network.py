@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .proxy import FaultProxy
+from .proxy import FaultProxy, Interceptor
 
 __all__ = ["NETWORK_KEYWORD", "Network", "takes_network"]
 
@@ -62,6 +62,7 @@ class Network:
         self._pid = os.getpid()
         self._proxies: dict[tuple[str, int], FaultProxy] = {}
         self._closed = False
+        self._interceptor: Interceptor | None = None
 
     def route(self, host: str, port: int) -> tuple[str, int]:
         """The address to connect to instead of ``(host, port)``: a proxy in front of it."""
@@ -82,8 +83,16 @@ class Network:
             proxy = FaultProxy(key, name=f"{host}:{port}",
                                seed=self._seed * 1_000_003 + len(self._proxies))
             proxy.start()
+            proxy.set_interceptor(self._interceptor)
             self._proxies[key] = proxy
         return proxy.address
+
+    def aim(self, interceptor: Interceptor | None) -> None:
+        """Let ``interceptor`` (the nemesis's aim, ``faults.aim.Aimer``) see every chunk of
+        every proxy, routed now or later; None: stop."""
+        self._interceptor = interceptor
+        for proxy in self._proxies.values():
+            proxy.set_interceptor(interceptor)
 
     @property
     def proxies(self) -> list[FaultProxy]:

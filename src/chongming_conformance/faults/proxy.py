@@ -51,7 +51,7 @@ from typing import Any, Literal, Self, TypeVar
 
 from .toxics import Direction, Latency, LimitData, ResetPeer, Timeout, Toxic
 
-__all__ = ["CALL_TIMEOUT", "FaultProxy"]
+__all__ = ["CALL_TIMEOUT", "ChunkSeen", "FaultProxy", "Interceptor"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,40 @@ _RESOLUTION = time.get_clock_info("monotonic").resolution
 
 _T = TypeVar("_T")
 _Close = Literal["fin", "rst", "abort"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSeen:
+    """What an :class:`Interceptor` is shown of a chunk: which connection of which proxy
+    (``peer`` is the client's address, ``listening`` the proxy's), the direction and the
+    size. The bytes themselves are never shown: the kit knows no wire protocol."""
+
+    proxy: str
+    connection: int
+    peer: tuple[str, int] | None
+    listening: tuple[str, int]
+    direction: Direction
+    size: int
+
+
+#: What an interceptor decides for one chunk: ``None`` forward it as usual (through the
+#: toxics); ``"drop"`` drop it and close the connection (FIN); ``"reset"`` drop it and
+#: reset the connection (RST); ``"stall"`` drop it and everything after it, both ways,
+#: until the toxics are cleared (a blackhole on that connection alone); a float: hold it
+#: back that many seconds more (latency on this chunk alone).
+Decision = Literal["drop", "reset", "stall"] | float | None
+
+
+class Interceptor:
+    """A hook the proxy asks about every chunk before its toxics apply (the nemesis's
+    aim, ``faults.aim``). It runs on the proxy's event loop thread: it must be quick and
+    never block. The default forwards everything."""
+
+    def on_chunk(self, chunk: ChunkSeen) -> Decision:
+        return None
+
+    def on_close(self, proxy: str, connection: int) -> None:
+        """Connection ``connection`` of ``proxy`` is gone (closed or reset)."""
 
 
 def _rst(writer: asyncio.StreamWriter) -> None:
@@ -191,6 +225,10 @@ class _Conn:
         self.last_down = 0.0
         #: The client sent EOF (it is closing the connection: nothing more to answer).
         self.up_eof = False
+        #: The client's address (the peer of the accepted socket), if the OS told it.
+        peer = writer.get_extra_info("peername")
+        self.peer: tuple[str, int] | None = (
+            (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) and len(peer) >= 2 else None)
 
     def busy(self, now: float) -> bool:
         """A request went up less than :data:`BUSY_SECONDS` ago and no reply has started
@@ -238,6 +276,7 @@ class FaultProxy:
         self._ids = itertools.count(1)
         self._down = False
         self._stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
+        self._interceptor: Interceptor | None = None
 
     def __repr__(self) -> str:
         where = f"{self._address[0]}:{self._address[1]}" if self._address else "unbound"
@@ -334,6 +373,10 @@ class FaultProxy:
                              f"not {connection!r}")
         entry = _Entry(name, toxic, direction, connection)
         self._call(lambda: self._add(entry))
+
+    def set_interceptor(self, interceptor: Interceptor | None) -> None:
+        """Ask ``interceptor`` about every chunk from now on (None: stop asking)."""
+        self._interceptor = interceptor
 
     def remove_toxic(self, name: str) -> None:
         """Stop applying the toxic ``name`` (an unknown name: nothing happens)."""
@@ -567,6 +610,11 @@ class FaultProxy:
         conn.closed = True
         conn.how = how
         self._live.pop(conn.id, None)
+        if self._interceptor is not None:
+            try:
+                self._interceptor.on_close(self.name, conn.id)
+            except Exception as exc:  # an interceptor's bug must not break the proxy
+                log.debug("fault proxy %s: interceptor on_close: %r", self.name, exc)
         for applied in conn.applied.values():
             if applied.timer is not None:
                 applied.timer.cancel()
@@ -679,7 +727,21 @@ class FaultProxy:
                     conn.last_up = arrived
                 else:
                     conn.last_down = arrived
+                held = 0.0
+                if self._interceptor is not None:
+                    decision = self._ask(conn, direction, len(data))
+                    if decision in ("drop", "reset"):
+                        self._count_dropped(direction, len(data))
+                        self._close(conn, "fin" if decision == "drop" else "rst")
+                        return
+                    if decision == "stall":
+                        self._count_dropped(direction, len(data))
+                        self._stall(conn)
+                        continue
+                    if isinstance(decision, float | int) and decision > 0:
+                        held = float(decision)
                 data, delay, cut = self._chain(conn, direction, data)
+                delay += held
                 if data:
                     lane.send(data, arrived + delay)
                 if cut:
@@ -695,6 +757,25 @@ class FaultProxy:
         except Exception as exc:  # a peer's reset, a broken pipe: the whole connection goes
             log.debug("fault proxy %s: connection %d %s: %r", self.name, conn.id, direction, exc)
             self._close(conn, "rst")
+
+    def _ask(self, conn: _Conn, direction: Direction, size: int) -> Decision:
+        """The interceptor's decision on one chunk (forward, on any error of its own)."""
+        assert self._interceptor is not None and self._address is not None
+        try:
+            return self._interceptor.on_chunk(ChunkSeen(
+                self.name, conn.id, conn.peer, self._address, direction, size))
+        except Exception as exc:  # an interceptor's bug must not break the proxy
+            log.debug("fault proxy %s: interceptor: %r", self.name, exc)
+            return None
+
+    def _stall(self, conn: _Conn) -> None:
+        """A blackhole on ``conn`` alone, both ways, until the toxics are cleared."""
+        for direction in DIRECTIONS:
+            name = f"stall-c{conn.id}-{direction}"
+            if name not in self._toxics:
+                entry = _Entry(name, Timeout(0.0), direction, conn.id)
+                self._toxics[name] = entry
+                self._attach(conn, entry)
 
     def _chain(self, conn: _Conn, direction: Direction, data: bytes) -> tuple[bytes, float, bool]:
         """The chunk after the direction's toxics, in order: what is left, its delay, cut?"""

@@ -13,6 +13,7 @@ import re
 import sys
 import textwrap
 from collections.abc import Generator, Iterable
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,10 @@ BLAMES_PROPERTY = "chongming-blames"
 #: The ``user_properties`` key carrying the picture of the stress run a test made
 #: (``stress.picture``), drawn by the HTML report.
 HISTORY_PROPERTY = "chongming-history"
+#: The ``user_properties`` keys carrying a fault run's coverage matrix and the clauses it
+#: passed without judging (``stress.evidence``).
+COVERAGE_PROPERTY = "chongming-fault-coverage"
+UNPROVEN_PROPERTY = "chongming-unproven"
 
 _SEED = re.compile(r"@seed\((\d+)\)|--hypothesis-seed=(\S+)")
 _REPRO = re.compile(r"@reproduce_failure\([^)]*\)")
@@ -121,6 +126,15 @@ def usage_error(exc: BaseException) -> str | None:
     return None
 
 
+def _take_evidence() -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The fault coverage matrix and the unproven clauses the test that just ran kept
+    (nothing when no stress module was ever imported)."""
+    evidence = sys.modules.get("chongming_conformance.stress.evidence")
+    if evidence is None:
+        return None, {}
+    return evidence.take_coverage(), dict(evidence.take_unproven())
+
+
 def _take_pictures() -> list[dict[str, object]]:
     """The stress runs' pictures kept by the test that just ran (none when no stress
     module was ever imported: the harness is not loaded for them)."""
@@ -152,6 +166,11 @@ class Harvest:
             pictures = _take_pictures()
             if pictures:  # a stress test runs one scenario: its last run is the one judged
                 report.user_properties.append((HISTORY_PROPERTY, mask_all(pictures[-1])))
+            coverage, unproven = _take_evidence()
+            if coverage is not None:
+                report.user_properties.append((COVERAGE_PROPERTY, mask_all(coverage)))
+            if unproven:
+                report.user_properties.append((UNPROVEN_PROPERTY, mask_all(unproven)))
         if is_suite_item(item):
             if report.failed and call.excinfo is not None:
                 ids, _ = failure_blames(call.excinfo.value)
@@ -245,6 +264,11 @@ class Harvest:
                     result.cases = {str(k): int(v) for k, v in value.items()}
                 if key == HISTORY_PROPERTY and isinstance(value, dict):
                     result.history = value
+                if key == COVERAGE_PROPERTY and isinstance(value, dict):
+                    result.coverage = value
+                if key == UNPROVEN_PROPERTY and isinstance(value, dict) \
+                        and result.outcome == "passed":
+                    result.unproven = {str(k): str(v) for k, v in value.items()}
         # Property checks may run hypothesis inside a plain test method, so look at every
         # failing test's output, not only at @given tests.
         texts = [r.longreprtext for r in phases.values() if r.longrepr and not r.passed]

@@ -51,6 +51,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from .coverage import render_coverage_html
 from .records import DEVIATION, FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS, UNSUPPORTED
 from .replay import replay_command, seeds_line
 from .terminal import left_out_line
@@ -186,6 +187,7 @@ def render_html(doc: Mapping[str, Any]) -> str:
         _nav(histories),
         "<main>\n",
         _clause_section(doc, histories),
+        render_coverage_html(doc),
         _histories_section(doc, histories),
         _environment_section(doc),
         "</main>\n",

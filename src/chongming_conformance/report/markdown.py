@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .coverage import render_coverage_markdown
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER
 from .replay import failing_nodeids, replay_command, seeds_line
 from .terminal import failing_test_names, left_out_line
@@ -97,4 +98,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
                 "</details>",
                 "",
             ]
+    coverage = render_coverage_markdown(doc)
+    if coverage:
+        lines.append(coverage)
     return "\n".join(lines).rstrip() + "\n"

@@ -206,6 +206,13 @@ def _evaluate_one(
         why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} {t.outcome}" + _said(t)
                         for t in incomplete)
         return ClauseResult(clause, NOT_VERIFIED, f"not every test checking it ran: {why}", tests)
+    # A test that passed without exercising what the clause is about (a fault run short of
+    # the coverage the clause needs) proves nothing about it.
+    short = [t for t in tests if t.unproven and cid in t.unproven]
+    if short:
+        why = "; ".join(f"{t.nodeid.rsplit('::', 1)[-1]} passed, but {t.unproven[cid]}"
+                        for t in short if t.unproven)
+        return ClauseResult(clause, NOT_VERIFIED, f"not proven: {why}", tests)
     return ClauseResult(clause, PASS, None, tests)
 
 

@@ -82,6 +82,12 @@ class TestResult:
     #: For a stress test that failed or injected faults: its run drawn as data
     #: (``stress.picture``, schema ``chongming-history``); None for other tests.
     history: Annotated[dict[str, Any] | None, OPTIONAL_KEY] = None
+    #: For a fault run: what its faults exercised (``stress.fault_coverage``, schema
+    #: ``chongming-fault-coverage``); None for other tests.
+    coverage: Annotated[dict[str, Any] | None, OPTIONAL_KEY] = None
+    #: Clauses the test declares that it passed without exercising enough to judge them,
+    #: and why (a fault run short of a cell): NOT VERIFIED, never PASS; None: none.
+    unproven: Annotated[dict[str, str] | None, OPTIONAL_KEY] = None
 
     @property
     def failed_in_setup(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .coverage import coverages, render_coverage_text
 from .records import FAIL, NOT_VERIFIED, OUTCOMES, PARTIAL_BANNER, PASS
 from .replay import failing_nodeids, replay_command, seeds_line
 
@@ -54,6 +55,8 @@ def render_terminal(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         lines.append((left_out, ""))
     if doc["run"].get("topology"):
         lines.append((f"cross-process verdicts ran on: {doc['run']['topology']}", ""))
+    for _, cov in coverages(doc):
+        lines += [(line, "") for line in render_coverage_text(cov)]
     lines.append((seeds_line(doc), ""))
     failing = failing_nodeids(doc)
     for nodeid in failing[:REPLAYS_SHOWN]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from ..capabilities import CapabilityError, declared_capabilities
 from ..clauses import unjudged_fault_clauses
 from ..faults.deployment import DeploymentError, describe_topology, find_deployment
+from ..report.coverage import render_coverage_text
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all
 from .scenarios import SCENARIOS
@@ -185,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         for line in r.coverage:
             print(f"{r.scenario}: covered {line}")
+        if r.fault_coverage is not None:
+            for line in render_coverage_text(r.fault_coverage):
+                print(f"{r.scenario}: {line}")
+        for clause, why in r.unproven.items():
+            print(f"{r.scenario}: NOT VERIFIED {clause}: {why}")
     for r in results:
         if r.ok and r.log_dir:
             print(f"{r.scenario}: worker logs kept in {r.log_dir}")

@@ -44,7 +44,7 @@ from ..codec import (
 from ..model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from ..protocol import PROTOCOL_METHODS, TaskStore
 
-__all__ = ["decode_args", "decode_value", "encode_value", "recorded_call"]
+__all__ = ["decode_args", "decode_value", "encode_value", "method_of", "recorded_call"]
 
 
 def _encode_query(q: TaskQuery) -> dict[str, Any]:
@@ -137,6 +137,18 @@ def decode_args(args: Mapping[str, Any]) -> dict[str, Any]:
 @functools.cache
 def _signature(method: str) -> inspect.Signature:
     return inspect.signature(getattr(TaskStore, method))
+
+
+def method_of(fn: Callable[..., Any]) -> str:
+    """The protocol method ``fn`` calls (a bound store method or a ``functools.partial`` of
+    one), or ``"other"`` for anything else (a scenario's own step, such as reopening)."""
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    method = getattr(target, "__name__", None)
+    if method in PROTOCOL_METHODS and getattr(target, "__self__", None) is not None:
+        return str(method)
+    return "other"
 
 
 def recorded_call(fn: Callable[..., Any]) -> dict[str, Any]:

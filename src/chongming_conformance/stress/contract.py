@@ -38,6 +38,7 @@ from typing import Any
 from ..blame import blame
 from ..clauses import checks, may_blame
 from ..faults.network import takes_network
+from .evidence import keep_coverage, keep_unproven
 from .harness import Opener
 from .picture import keep_picture
 from .runner import INTEGRITY_CLAUSES, ScenarioResult, open_location, run_scenario
@@ -57,6 +58,12 @@ class StressContract:
 
     #: A ``StressProfile`` or the name of one in ``PROFILES`` (quick, ci, thorough).
     stress_profile: StressProfile | str = "ci"
+    #: Whether a scenario that judged some of its clauses and not others (a fault run
+    #: short of the coverage one clause needs) passes and leaves the others to the report
+    #: (``stress.evidence``): only when a report can show them NOT VERIFIED -- the
+    #: plugin's. Otherwise (False, plain pytest) such a run is skipped as NOT VERIFIED
+    #: whole: never a green test for a clause it did not judge.
+    partial_verdicts: bool = False
 
     def make_shared_store(self) -> Any:
         """Set up one shared location; return/yield an opener (or a context manager giving one)."""
@@ -113,6 +120,8 @@ class StressContract:
                               deployment=self.deployment())
         if result.picture is not None:
             keep_picture(result.picture)  # for the HTML report's timeline
+        if result.fault_coverage is not None:
+            keep_coverage(result.fault_coverage)  # for every report's coverage matrix
         return result
 
     def assert_stress(self, scenario: str) -> ScenarioResult:
@@ -126,6 +135,10 @@ class StressContract:
             raise failure
         if result.unverified:
             raise NotVerified(result.report())
+        if result.unproven:
+            if not self.partial_verdicts:
+                raise NotVerified(result.report())
+            keep_unproven(result.unproven)
         return result
 
 

@@ -36,7 +36,8 @@ from ..messages import elide, summarize_error
 from ..progress import note
 from ..protocol import TaskStore
 from ..report.masking import masked_logging
-from .calls import encode_value, recorded_call
+from .board import BOARD_NAME, Board, BoardWriter
+from .calls import encode_value, method_of, recorded_call
 from .diagnosis import deadline_report
 from .log import Logs, Op, OpLog, read_logs
 from .stress_profiles import StressProfile
@@ -145,6 +146,7 @@ class WorkerContext:
         events: Mapping[str, Any],
         deadline: float,
         opener: Opener | None = None,
+        board: BoardWriter | None = None,
     ) -> None:
         self.index = spec.index
         self.role = spec.role
@@ -159,6 +161,9 @@ class WorkerContext:
         self._events = events
         self._deadline = deadline
         self._opener = opener
+        #: This worker's slot on the call board (``stress.board``): the call it is in, for
+        #: the parent's nemesis to aim at and count; None outside a harness group.
+        self._board = board
 
     def open_store(self, stack: contextlib.ExitStack) -> TaskStore:
         """Another instance on the shared location, in this process (closed with
@@ -208,17 +213,26 @@ class WorkerContext:
             record = self.record_calls
         call = recorded_call(fn) if record else None
         seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now), call=call)
+        board = self._board
+        if board is not None:
+            board.invoke(seq, call["method"] if call is not None else method_of(fn))
         try:
             value = fn()
             returned = time.monotonic()
+            if board is not None:
+                board.result(seq, ok=True)
             summary = summarize(value) if summarize is not None else None
         except ConcurrencyConflict as exc:
+            if board is not None:
+                board.result(seq, ok=False, conflict=True)
             self.log.result(seq, ok=False, error={
                 "type": type(exc).__name__, "message": elide(str(exc), ERROR_CHARS),
                 "conflict": True,
                 "expected": exc.expected, "actual": exc.actual})
             return Outcome(False, error=type(exc).__name__, conflict=True)
         except Exception as exc:
+            if board is not None:
+                board.result(seq, ok=False)
             name = f"{type(exc).__module__}.{type(exc).__qualname__}"
             cause = exc.__cause__  # the driver's error says whether a lock was busy
             summary = summarize_error(exc)  # class, code, first line, SQL cut at a token
@@ -256,18 +270,21 @@ def _worker_main(
     events: Mapping[str, Any],
     log_path: str,
     deadline: float,
+    board_path: str | None = None,
 ) -> None:
     """Entry point of every worker process (runs in the spawned child)."""
     masked_logging()  # the store's driver logs to this process's stderr
     _arm_self_destruct(deadline - time.monotonic() + SELF_DESTRUCT_GRACE)
     log = OpLog(Path(log_path), spec.index, spec.role)
     log.note("start", pid=os.getpid())
+    board = None if board_path is None else BoardWriter(board_path, spec.index)
     code = 0
     try:
         with contextlib.ExitStack() as stack:
             log.note("opening")
             store = enter_store(opener, stack, origin="the shared-store opener")
-            spec.target(WorkerContext(spec, store, log, barrier, events, deadline, opener))
+            spec.target(WorkerContext(spec, store, log, barrier, events, deadline, opener,
+                                      board))
         log.note("done")
     except threading.BrokenBarrierError:
         log.note("barrier-broken")
@@ -306,11 +323,13 @@ class Group:
         folder = harness.logdir / f"group{harness.groups}"
         folder.mkdir(parents=True, exist_ok=True)
         self.paths = {i: folder / f"worker{i}-{s.role}.jsonl" for i, s in self.specs.items()}
+        #: Which call each worker is in (``stress.board``): what the nemesis aims at.
+        self.board = Board(folder / BOARD_NAME, max(self.specs, default=0) + 1)
         self.procs = {
             i: mp.Process(
                 target=_worker_main,
                 args=(s, harness.opener, self.barrier, self.events, str(self.paths[i]),
-                      harness.deadline),
+                      harness.deadline, str(self.board.path)),
                 name=f"{harness.scenario}-w{i}-{s.role}",
                 daemon=True,
             )
@@ -402,6 +421,7 @@ class Group:
         h.ops += logs.count()
         h.busy += logs.span()
         h.group_logs.append((self.number, logs))
+        self.board.close()
         return logs
 
     def _stuck_message(self, index: int, logs: Logs) -> str:
@@ -506,6 +526,11 @@ class Harness:
         #: Why the verdict could not be reached (e.g. the linearizability checker ran out
         #: of its budget): the scenario is then NOT VERIFIED, neither PASS nor FAIL.
         self.unverified: list[str] = []
+        #: Clauses of a scenario judging several that this run could not judge, and why
+        #: (a fault run short of the coverage a clause needs): NOT VERIFIED, the others not.
+        self.unproven: dict[str, str] = {}
+        #: What a fault run exercised (``stress.fault_coverage.matrix``), for the reports.
+        self.fault_coverage: dict[str, Any] | None = None
         #: Numbers a scenario reports about itself (e.g. what its checker spent).
         self.stats: dict[str, Any] = {}
         #: Every finished group's logs with its number, as ``Group.finish`` read them.

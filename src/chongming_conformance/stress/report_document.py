@@ -36,7 +36,8 @@ NODE_PREFIX = "stress::"
 
 def _record(result: ScenarioResult) -> TestResult:
     test = TestResult(f"{NODE_PREFIX}{SCENARIOS[result.scenario].test_name}",
-                      duration_s=round(result.wall_seconds, 3), history=result.picture)
+                      duration_s=round(result.wall_seconds, 3), history=result.picture,
+                      coverage=result.fault_coverage)
     if result.failed:
         test.outcome = "failed"
         test.message = result.report()
@@ -45,7 +46,8 @@ def _record(result: ScenarioResult) -> TestResult:
         test.outcome = "skipped"
         test.message = result.report()
     else:
-        test.outcome = "passed"
+        test.outcome = "passed"  # and the clauses it could not judge NOT VERIFIED, one by one
+        test.unproven = dict(result.unproven) or None
     return test
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..factory import enter_opener, picklability_problem
 from ..faults.network import NETWORK_KEYWORD, Network, takes_network
+from ..report.coverage import render_coverage_text
 from ..report.masking import mask_secrets
 from .harness import Anomaly, Harness, Opener
 from .hints import common_cause
@@ -64,6 +65,11 @@ class ScenarioResult:
     coverage: list[str] = field(default_factory=list)
     #: The run drawn (``stress.picture``) when it failed or injected faults; else None.
     picture: dict[str, Any] | None = field(default=None, repr=False)
+    #: Clauses this run could not judge, and why (a fault run short of the coverage a
+    #: clause needs, ``stress.fault_coverage``): NOT VERIFIED while the others are judged.
+    unproven: dict[str, str] = field(default_factory=dict)
+    #: A fault run's coverage matrix (``stress.fault_coverage.matrix``); else None.
+    fault_coverage: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
@@ -72,12 +78,13 @@ class ScenarioResult:
 
     @property
     def ok(self) -> bool:
-        """PASS: nothing failed and the verdict was reached."""
-        return not self.failed and not self.unverified
+        """PASS: nothing failed and the verdict was reached on every clause."""
+        return not self.failed and not self.unverified and not self.unproven
 
     @property
     def verdict(self) -> str:
-        return "FAIL" if self.failed else "NOT VERIFIED" if self.unverified else "PASS"
+        return ("FAIL" if self.failed else "NOT VERIFIED" if self.unverified or self.unproven
+                else "PASS")
 
     @property
     def ops_per_second(self) -> float:
@@ -108,7 +115,8 @@ class ScenarioResult:
         in the middle of a line.
         """
         counts = (f"{len(self.anomalies)} anomalies, {len(self.errors)} errors"
-                  if self.failed else "NOT VERIFIED" if self.unverified else "PASS")
+                  if self.failed else "NOT VERIFIED" if self.unverified or self.unproven
+                  else "PASS")
         head = [f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
                 f"{self.profile!r}: {counts}"]
         hint = self.hint
@@ -120,7 +128,10 @@ class ScenarioResult:
                         "chongming_conformance.stress timeline|lincheck LOGDIR)")
         elif not self.ok:
             head.append(f"  worker logs: {self.logs_note or 'none kept'}")
+        if self.fault_coverage is not None:
+            head += [f"  {line}" for line in render_coverage_text(self.fault_coverage)]
         blocks = [f"  NOT VERIFIED: {u}" for u in self.unverified]
+        blocks += [f"  NOT VERIFIED {c}: {why}" for c, why in self.unproven.items()]
         blocks += [f"  ERROR {e}" for e in self.errors[:limit]]
         shown: dict[str, int] = {}
         for a in self.anomalies:
@@ -278,6 +289,7 @@ def run_scenario(
     except Exception as exc:  # the evidence must never hide the verdict
         h.errors.append(f"quoting the timeline failed: {type(exc).__name__}: {exc}")
     result.anomalies, result.errors, result.unverified = h.anomalies, h.errors, h.unverified
+    result.unproven, result.fault_coverage = dict(h.unproven), h.fault_coverage
     result.ops, result.busy_seconds, result.stats = h.ops, h.busy, h.stats
     result.coverage = h.coverage
     result.wall_seconds = time.monotonic() - started

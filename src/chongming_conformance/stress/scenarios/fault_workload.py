@@ -62,7 +62,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ...faults.nemesis import DEPLOYMENT_PREFIX, LOG_NAME, Applied, Nemesis, kinds_for, plan
+from ...faults.aim import Aimer
+from ...faults.nemesis import (
+    DEPLOYMENT_PREFIX,
+    LOG_NAME,
+    NETWORK_KINDS,
+    Applied,
+    Nemesis,
+    kinds_for,
+)
+from ...faults.plan import Planner
+from ..fault_coverage import cells_for, matrix, unproven
 from ..harness import Group, Harness
 from ..lincheck import Call, Outcome, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
@@ -86,6 +96,10 @@ RECOVERY_SECONDS = 10.0
 NO_HANG_SECONDS = 20.0
 #: Healthy rounds after the recovery window.
 TAIL_ROUNDS = 3
+#: How much longer than the profile's ``fault_seconds`` (as a share of it) the faults may go
+#: on while a cell the clauses need is short (``stress.fault_coverage``); past it the run
+#: turns quiet and the short clauses are NOT VERIFIED.
+OVERTIME = 0.5
 #: How often the hang watch reads the workers' logs (seconds).
 WATCH_EVERY = 1.0
 #: Seconds a call may be pending before the nemesis holds off (applies no further fault):
@@ -106,15 +120,22 @@ def run(h: Harness) -> None:
     unrouted = _unrouted(h, mode)
     n, cycles = h.profile.processes, h.profile.crash_cycles
     recovery = max([RECOVERY_SECONDS, *(a.recovery_seconds for a in actions.values())])
+    routed = h.network is not None and bool(set(kinds) & set(NETWORK_KINDS))
+    aimer = Aimer() if routed else None
+    if aimer is not None:
+        h.network.aim(aimer)
     group = mixed.launch(h, tail=TAIL_ROUNDS, recovery=recovery)
+    if aimer is not None:
+        aimer.attach(group.board)
+    required = cells_for(mode, network=routed)
+    planner = Planner(seed, kinds, [c for cells in required.values() for c in cells],
+                      aimable=frozenset({"pause", *(NETWORK_KINDS if routed else ())}))
     nemesis = Nemesis(
-        plan(seed, kinds), network=h.network,
+        planner, network=h.network,
         pausable=lambda: {i: p.pid for i, p in group.procs.items()
                           if i < n and p.pid is not None and p.is_alive()},
-        log_path=h.logdir / LOG_NAME, actions=actions,
-        writing=lambda: {i: p.pid for i, p in group.procs.items()
-                         if i < n and p.pid is not None and p.is_alive()
-                         and inside_write(group.paths[i])})
+        log_path=h.logdir / LOG_NAME, actions=actions, aimer=aimer,
+        calls=lambda: _in_calls(group, range(n)))
     need_crash = any(a.crash for a in actions.values())
     watch = HangWatch(h, group, range(n), on_stuck=nemesis.hold)
     # Faults begin once every worker has opened its stores (worker 0 passed the first
@@ -124,25 +145,44 @@ def run(h: Harness) -> None:
     nemesis.start()
     try:
         _fault_phase(h, group, watch, n, cycles, seed,
-                     crashed=(lambda: bool(nemesis.crashes())) if need_crash else None)
+                     crashed=(lambda: bool(nemesis.crashes())) if need_crash else None,
+                     covered=lambda: not planner.short(nemesis.tally()))
     finally:
         healed = nemesis.stop()  # also when the phase raised: never leave a worker stopped
+        if aimer is not None:
+            aimer.detach()
+            h.network.aim(None)
     signals = mixed.signals_of(h)
     (signals / "healed.tmp").write_text(repr(healed), encoding="utf-8")
     (signals / "healed.tmp").replace(signals / "healed")
     logs = group.finish(watch=watch.tick)
     watch.final(logs)
     _cover(h, mode, kinds, nemesis, began, healed)
+    h.fault_coverage = matrix(nemesis.applied, logs, required, mode=mode, seed=seed,
+                              round_trips=aimer.learned() if aimer is not None else None)
     if nemesis.error:
         h.errors.append(nemesis.error)
     crashes = nemesis.crashes()
     judge(h, logs, began=min([began, *(a.start for a in nemesis.applied)]),
           healed=healed, hung=bool(watch.hung), recovery=recovery, crashes=crashes)
+    if not watch.hung:  # a hang ended the run early: what it did not reach is a knock-on
+        h.unproven.update(unproven(h.fault_coverage))
     if unrouted and not h.anomalies:
         h.not_verified(unrouted)
     if need_crash and not crashes and not h.anomalies:
         h.not_verified("the deployment offers a crash action, but none was applied before "
                        "the run had to end, so durability was not judged")
+
+
+def _in_calls(group: Group, workers: Sequence[int]) -> dict[int, tuple[int, int, str]]:
+    """Worker index -> (pid, seq, method) of each of ``workers`` the call board shows inside
+    a call now."""
+    out = {}
+    for i in workers:
+        slot = group.board.read(i)
+        if slot is not None and slot.in_call and slot.method is not None:
+            out[i] = (slot.pid, slot.seq, slot.method)
+    return out
 
 
 def inside_write(log: Path) -> bool:
@@ -182,21 +222,26 @@ def _unrouted(h: Harness, mode: str) -> str | None:
 
 
 def _fault_phase(h: Harness, group: Group, watch: HangWatch, n: int, cycles: int,
-                 seed: int, *, crashed: Callable[[], bool] | None = None) -> None:
+                 seed: int, *, crashed: Callable[[], bool] | None = None,
+                 covered: Callable[[], bool] = lambda: True) -> None:
     """Until worker 0 reaches the quiet round: kill each crashing worker once it is busy,
     and watch for hung calls. ``crashed``: whether a crash action has been applied yet;
-    the faults go on until one has (or the deadline)."""
+    the faults go on until one has (or the deadline). ``covered``: whether every cell the
+    clauses need has its minimum; the faults go on until they do, for at most
+    :data:`OVERTIME` more of the profile's ``fault_seconds``."""
     signals = mixed.signals_of(h)
     rng = random.Random(seed)
     kill_at: dict[int, float] = {}
     done: set[int] = set()
     mixers = [group.procs[i] for i in range(n)]
     enough_at = time.monotonic() + h.profile.fault_seconds
+    latest = enough_at + OVERTIME * h.profile.fault_seconds
     while h.remaining() > 0 and any(p.is_alive() for p in mixers):
         if (signals / "quiet").exists():
             break
-        if time.monotonic() >= enough_at and not (signals / "enough").exists() \
-                and (crashed is None or crashed()):
+        now = time.monotonic()
+        if now >= enough_at and not (signals / "enough").exists() \
+                and (crashed is None or crashed()) and (now >= latest or covered()):
             (signals / "enough").touch()  # worker 0 turns the run quiet at its next round
         for k in range(cycles):
             if k in done:
