@@ -45,7 +45,10 @@ from .log import Logs
 
 __all__ = [
     "MATRIX_SCHEMA",
+    "NO_HANG",
+    "RECOVERY",
     "REQUIRED",
+    "SAFETY",
     "cells_for",
     "matrix",
     "unproven",

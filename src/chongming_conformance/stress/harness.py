@@ -161,8 +161,7 @@ class WorkerContext:
         self._events = events
         self._deadline = deadline
         self._opener = opener
-        #: This worker's slot on the call board (``stress.board``): the call it is in, for
-        #: the parent's nemesis to aim at and count; None outside a harness group.
+        #: Its call-board slot (``stress.board``), for the nemesis to aim; None outside a group.
         self._board = board
 
     def open_store(self, stack: contextlib.ExitStack) -> TaskStore:
@@ -213,8 +212,7 @@ class WorkerContext:
             record = self.record_calls
         call = recorded_call(fn) if record else None
         seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now), call=call)
-        board = self._board
-        if board is not None:
+        if (board := self._board) is not None:
             board.invoke(seq, call["method"] if call is not None else method_of(fn))
         try:
             value = fn()

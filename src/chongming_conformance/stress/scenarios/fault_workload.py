@@ -71,19 +71,15 @@ from ...faults.nemesis import (
     Nemesis,
     kinds_for,
 )
-from ...faults.plan import Planner
-from ..fault_coverage import cells_for, matrix, unproven
+from ...faults.plan import WRITES, Planner
+from ..fault_coverage import NO_HANG, RECOVERY, SAFETY, cells_for, matrix, unproven
 from ..harness import Group, Harness
 from ..lincheck import Call, Outcome, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
 from . import mixed_workload as mixed
 from ._registry import Scenario, register
 
-SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
 DURABILITY = "XP-FAULT-DURABILITY"
-#: The calls that change what the store holds: a pause aims at a worker inside one.
-WRITES = frozenset({"create", "save", "append", "touch", "submit_command", "claim_commands",
-                    "complete_command", "release_command", "prune"})
 #: How much of a worker log's end is read to see whether it is inside a call.
 _TAIL_BYTES = 4096
 
