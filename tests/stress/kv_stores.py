@@ -47,6 +47,7 @@ import contextlib
 import functools
 import os
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -755,12 +756,24 @@ def _fresh_prefix() -> str:
     return f"ckv:{uuid.uuid4().hex}"
 
 
+def routed_url(url: str, network: Any) -> str:
+    """``url`` with its server address replaced by ``network.route(host, port)`` (the kit's
+    network seam): the workers' connections then go through the kit's fault proxy."""
+    parts = urllib.parse.urlsplit(url)
+    host, port = network.route(parts.hostname or "127.0.0.1", parts.port or 6379)
+    auth = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{auth}{host}:{port}"))
+
+
 @contextlib.contextmanager
-def shared_store(cls: type[KvTaskStore] = KvTaskStore) -> Iterator[Callable[[], KvTaskStore]]:
-    """A fresh prefix, an opener for ``cls`` on it (picklable), the keys deleted after."""
+def shared_store(cls: type[KvTaskStore] = KvTaskStore, network: Any = None
+                 ) -> Iterator[Callable[[], KvTaskStore]]:
+    """A fresh prefix, an opener for ``cls`` on it (picklable; through the kit's proxies when
+    ``network`` is given), the keys deleted after (directly)."""
     url, prefix = redis_url(), _fresh_prefix()
+    opened = url if network is None else routed_url(url, network)
     try:
-        yield functools.partial(cls.open, url, prefix)
+        yield functools.partial(cls.open, opened, prefix)
     finally:
         _delete_prefix(url, prefix)
 
@@ -781,8 +794,8 @@ def factories(cls: type[KvTaskStore]) -> tuple[
             store.close()
             _delete_prefix(url, prefix)
 
-    def make_shared_store() -> Iterator[Callable[[], KvTaskStore]]:
-        with shared_store(cls) as opener:
+    def make_shared_store(network: Any = None) -> Iterator[Callable[[], KvTaskStore]]:
+        with shared_store(cls, network) as opener:
             yield opener
 
     return make_store, make_shared_store

@@ -88,7 +88,10 @@ class Trigger:
     ``methods``: the protocol methods it may hit (empty: any call); ``direction``:
     ``"upstream"`` fires on the first chunk of a request, ``"downstream"`` on the first
     chunk of a reply; ``round_trip``: ``"last"`` (the method's learned last round trip --
-    the commit), ``"any"``, or a number (1 = the call's first request); ``workers``: the
+    the commit), ``"any"``, a number (1 = the call's first request), or ``"between"``: the
+    request ``2 + pick % (last - 1)`` of a call whose method makes ``last >= 2`` round
+    trips -- between two requests of one call, consecutive picks reaching consecutive
+    gaps (a method that makes one request never matches it); ``workers``: the
     worker indexes it may hit (empty: any); ``action``: what happens to the chunk (see
     :data:`~chongming_conformance.faults.proxy.Decision`; ``"kill"`` SIGKILLs the worker
     and drops the request; ``"hold"`` delays it ``hold`` seconds)."""
@@ -98,9 +101,10 @@ class Trigger:
     action: Action
     direction: Direction
     methods: frozenset[str] = frozenset()
-    round_trip: int | Literal["last", "any"] = "last"
+    round_trip: int | Literal["last", "any", "between"] = "last"
     workers: frozenset[int] = frozenset()
     hold: float = 0.0
+    pick: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +171,9 @@ class Aimer(Interceptor):
         self._board: Board | None = None
         self._tracks: dict[tuple[str, int], _Track] = {}
         self._armed: list[Trigger] = []
+        #: Per armed trigger: each worker's call seq when it was armed (older calls never
+        #: match it).
+        self._since: dict[int, dict[int, int]] = {}
         self._learned = _Learned()
         self.hits: list[Hit] = []
         #: Connections a "stall" left blackholed: (proxy name, connection id).
@@ -187,13 +194,25 @@ class Aimer(Interceptor):
 
     # -- the nemesis's side --------------------------------------------------------------------
     def arm(self, trigger: Trigger) -> None:
+        """Arm ``trigger`` for the calls that start from now on: the call each worker is
+        inside at this moment never matches (its requests so far were not counted against
+        the trigger, so a round trip it has passed would bias which one is hit)."""
         with self._lock:
+            board = self._board
+            if board is not None:
+                now: dict[int, int] = {}
+                for index in board.pids():
+                    slot = board.read(index)
+                    if slot is not None:
+                        now[index] = slot.seq
+                self._since[trigger.number] = now
             self._armed.append(trigger)
 
     def disarm(self, number: int) -> None:
         """Forget the triggers of fault ``number`` that have not fired."""
         with self._lock:
             self._armed = [t for t in self._armed if t.number != number]
+            self._since.pop(number, None)
 
     def fired(self, number: int) -> list[Hit]:
         """The hits of fault ``number`` so far."""
@@ -280,14 +299,21 @@ class Aimer(Interceptor):
                 continue
             if trigger.workers and track.worker not in trigger.workers:
                 continue
+            assert track.worker is not None and track.seq is not None
+            if track.seq <= self._since.get(trigger.number, {}).get(track.worker, 0):
+                continue  # a call already under way when the trigger was armed
             learned = self._learned.last(method)
             if trigger.round_trip == "last":
                 if learned is None or track.round_trip != learned:
                     continue
+            elif trigger.round_trip == "between":
+                if learned is None or learned < 2 or \
+                        track.round_trip != 2 + trigger.pick % (learned - 1):
+                    continue
             elif trigger.round_trip != "any" and track.round_trip != trigger.round_trip:
                 continue
             self._armed.remove(trigger)
-            assert track.worker is not None and track.seq is not None
+            self._since.pop(trigger.number, None)
             self.hits.append(Hit(trigger.number, trigger.kind, method, track.worker, track.seq,
                                  track.round_trip, learned, chunk.proxy, chunk.connection,
                                  chunk.direction, time.monotonic()))

@@ -328,7 +328,8 @@ def open_location(
     factory = make_shared_store
     if takes is None:
         takes = takes_network(factory)
-    if SCENARIOS[scenario].faults and profile.faults == "network" and takes:
+    routed = SCENARIOS[scenario].faults or SCENARIOS[scenario].aims
+    if routed and profile.faults == "network" and takes:
         network = stack.enter_context(Network(profile.seed))
         factory = functools.partial(make_shared_store, **{NETWORK_KEYWORD: network})
     return enter_opener(factory, stack, origin=origin), network

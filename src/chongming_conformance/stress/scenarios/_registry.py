@@ -32,7 +32,10 @@ class Scenario:
     recovery and no-hang at once); its anomalies then name their clause
     (``Harness.anomaly(..., clause=...)``) so a failure is blamed on that one alone.
     ``faults``: the scenario runs only when faults are requested (``StressProfile.faults``)
-    and gets the network seam (``stress.faults``).
+    and gets the network seam (``stress.faults``). ``aims``: the scenario injects no
+    fault but, when network faults are requested, gets the seam too, to *aim* what it does
+    anyway -- its crashes between two requests of a call, latency inside a call
+    (``faults.aim``); without the seam it runs as before.
     """
 
     name: str
@@ -41,6 +44,7 @@ class Scenario:
     run: Callable[[Harness], None]
     also: tuple[str, ...] = ()
     faults: bool = False
+    aims: bool = False
 
     @property
     def clauses(self) -> tuple[str, ...]:

@@ -77,6 +77,7 @@ from ..records import (
     transition,
     transitions_summary,
 )
+from ._aimed import WorkloadAim
 from ._common import logged_claim, report_errors
 from ._registry import Scenario, register
 
@@ -85,6 +86,13 @@ STEP = 1.0
 LEASE = 2.0  # two rounds: leases expire and are reclaimed during the run
 LEASE_BASE = 100_000.0  # a lease writer's lease_until = at(LEASE_BASE + its touch number)
 OPS_PER_ROUND = 16
+#: Crashing workers of a run whose kills are aimed between two requests of a write
+#: (``_aimed``; at least the profile's ``crash_cycles``).
+AIMED_CRASHERS = 6
+#: Seconds the mixers of a crash round wait, at its check phase, for the aimed kill (the
+#: parent's ``aimed{r}``) before they read anyway: the crashing worker writes without a
+#: pause, so the kill usually comes within milliseconds.
+AIMED_WAIT = 3.0
 #: The skip policy of the verdict (``lincheck.check``; see the module docstring).
 SKIP = "concurrent"
 #: What the checker may spend on one run; running out makes the scenario NOT VERIFIED.
@@ -189,6 +197,10 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
         for _ in range(OPS_PER_ROUND):
             _random_call(ctx, st, now, crashing=False)
         ctx.sync()  # check phase: nobody writes but the round's checker
+        if ctx.index == 0:  # an aimed kill waits for it: the check reads follow at once
+            _signal(p["signals"], f"check{r}")
+        if p.get("aimed") and r in crashes:  # the check reads what the aimed kill left
+            _wait_for(ctx, p["signals"], f"aimed{r}", limit=AIMED_WAIT)
         _check_phase(ctx, st, r, checker=ctx.index == r % n)
         r += 1
     ctx.round = r
@@ -276,11 +288,13 @@ def _signal(folder: str, name: str) -> None:
     (Path(folder) / name).touch()
 
 
-def _wait_for(ctx: WorkerContext, folder: str, name: str) -> bool:
-    """Poll for a signal file until the deadline (False then)."""
+def _wait_for(ctx: WorkerContext, folder: str, name: str, *, limit: float | None = None
+              ) -> bool:
+    """Poll for a signal file until the deadline, or for ``limit`` seconds (False then)."""
     path = Path(folder) / name
+    until = None if limit is None else time.monotonic() + limit
     while not path.exists():
-        if ctx.remaining() <= 0:
+        if ctx.remaining() <= 0 or (until is not None and time.monotonic() > until):
             return False
         time.sleep(0.005)
     return True
@@ -554,15 +568,42 @@ def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> No
 
 def run(h: Harness) -> None:
     """N workers, a seeded random mix of all 14 calls per round, crashing workers killed
-    mid-call, then the history checked for linearizability."""
-    group = launch(h)
+    mid-call -- between two requests of a write when the network seam lets the kill be
+    aimed (``_aimed``) -- then the history checked for linearizability."""
+    cycles = crashers(h)
+    group = launch(h, crash_cycles=cycles, aimed=h.network is not None)
     rng = random.Random(h.profile.seed)
-    n, cycles = h.profile.processes, h.profile.crash_cycles
-    for k in range(cycles):
-        if await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n)):
-            time.sleep(rng.uniform(0.0, 0.05))  # the kill lands in the middle of its writes
-        group.kill(n + k)
-    judge(h, group.finish())
+    n = h.profile.processes
+    aim = WorkloadAim(h, group, mixers=n, seed=h.profile.seed) if h.network is not None \
+        else None
+    try:
+        rounds = _crash_rounds({"crash_cycles": cycles, "rounds": h.profile.rounds})
+        for k in range(cycles):
+            busy = await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n))
+            if busy and aim is not None:
+                # Aimed: at the check phase of its round, so that the check's reads -- every
+                # filter kind -- come before any mixer writes the task it broke again.
+                await_signal(h, group, signals_of(h) / f"check{rounds[k]}", 0, range(n))
+            if busy and (aim is None or not aim.kill(n + k)):
+                time.sleep(rng.uniform(0.0, 0.05))  # the kill lands amid its writes
+            group.kill(n + k)
+            if aim is not None:  # the round's check phase reads what the kill left
+                (signals_of(h) / f"aimed{rounds[k]}").touch()
+        logs = group.finish()
+    finally:
+        if aim is not None:
+            aim.stop()
+    judge(h, logs)
+
+
+def crashers(h: Harness) -> int:
+    """How many crashing workers the run starts: the profile's ``crash_cycles``, and at
+    least :data:`AIMED_CRASHERS` when the kills are aimed (the network seam is there):
+    each aimed kill tries one more window between two requests of a write, for the
+    price of one short-lived process."""
+    if h.network is None:
+        return h.profile.crash_cycles
+    return max(h.profile.crash_cycles, AIMED_CRASHERS)
 
 
 def signals_of(h: Harness) -> Path:
@@ -577,7 +618,7 @@ def launch(h: Harness, **extra: Any) -> Group:
     every worker's parameters (a fault run's ``tail`` and ``recovery``: it goes on past the
     profile's rounds until it turns quiet, then ``tail`` rounds more)."""
     n = h.profile.processes
-    cycles = h.profile.crash_cycles
+    cycles = extra.pop("crash_cycles", h.profile.crash_cycles)
     signals = signals_of(h)
     signals.mkdir(parents=True, exist_ok=True)
     params = {"rounds": h.profile.rounds, "seed": h.profile.seed, "processes": n,
@@ -674,4 +715,4 @@ def verdict(h: Harness, logs: Logs | Sequence[tuple[str, Logs]], seed: int, *,
 
 
 SCENARIO = register(Scenario(name="mixed_workload", clause="XP-MIXED-WORKLOAD",
-                             rule="random_mix_keeps_every_invariant", run=run))
+                             rule="random_mix_keeps_every_invariant", run=run, aims=True))
