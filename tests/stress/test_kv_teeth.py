@@ -1,6 +1,7 @@
 """The key-value store of ``kv_stores`` (single-key CAS, indexes by hand) against the mixed
-workload and the prune race: the careful store passes them on several seeds, and four of
-the five broken variants of issue 31, item 4 are caught within a bounded number of seeds --
+workload and the prune race: the careful store passes them on several seeds (plain and
+aimed), and all five broken variants of issue 31, item 4 are caught within a bounded number
+of seeds --
 each blamed on the clause of the scenario that catches it, by an anomaly (never by an error
 the run could not judge).
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from chongming_conformance.faults.network import Network
 from chongming_conformance.stress import ScenarioResult, StressProfile, run_scenario
 
 REQUIRE = os.environ.get("CHONGMING_REQUIRE_REDIS") == "1"
@@ -51,18 +53,30 @@ def _redis() -> Iterator[None]:
     yield
 
 
-def _profile(seed: int) -> StressProfile:
-    """The user's runs: the quick profile, four crashing workers."""
+def _profile(seed: int, *, aimed: bool = False) -> StressProfile:
+    """The user's runs: the quick profile, four crashing workers (network faults requested
+    when ``aimed``: the mixed workload then aims its kills through the seam)."""
     return StressProfile(name="quick", processes=3, rounds=10, deadline=60.0,
-                         crash_cycles=4, seed=seed)
+                         crash_cycles=4, seed=seed, faults="network" if aimed else "none")
 
 
-def _run(store: str, seed: int, scenario: str = "mixed_workload") -> ScenarioResult:
+def _run(store: str, seed: int, scenario: str = "mixed_workload", *, aimed: bool = False
+         ) -> ScenarioResult:
+    """One run on a fresh prefix; ``aimed``: the store's connections through the kit's
+    proxies (``kv_stores.routed_url``), so the mixed workload's crashes are aimed between
+    two requests of a write (``stress/scenarios/_aimed.py``)."""
     import kv_stores
 
     cls = getattr(kv_stores, store)
-    with kv_stores.shared_store(cls) as opener:
-        return run_scenario(scenario, opener, _profile(seed), keep_logs=False)
+    if not aimed:
+        with kv_stores.shared_store(cls) as opener:
+            return run_scenario(scenario, opener, _profile(seed), keep_logs=False)
+    with Network(seed) as network, kv_stores.shared_store(cls, network) as opener:
+        result = run_scenario(scenario, opener, _profile(seed, aimed=True), keep_logs=False,
+                              network=network)
+    # The aim ran (its coverage line), or the run says why it could not.
+    assert result.errors or result.stats.get("aimed_kills", 0) > 0, result.report()
+    return result
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -70,6 +84,15 @@ def test_the_careful_kv_store_passes_the_mixed_workload(seed: int) -> None:
     result = _run("KvTaskStore", seed)
     assert result.verdict == "PASS", result.report()
     assert result.ops > 1000  # the run did real work, not an early exit
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_careful_kv_store_passes_the_aimed_mixed_workload(seed: int) -> None:
+    """Crashes between two requests of a write leave marks and stale entries a careful
+    store's readers and counts account for: never a wrong answer."""
+    result = _run("KvTaskStore", seed, aimed=True)
+    assert result.verdict == "PASS", result.report()
+    assert result.ops > 1000
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -80,25 +103,26 @@ def test_the_careful_kv_store_passes_the_prune_race(seed: int) -> None:
     assert result.ops > 1000
 
 
-#: Each variant, the scenario that catches it and its clause, and the seeds tried in order
-#: until one catches it; the test fails only if every seed misses. Measured rates over seeds
-#: 1..20 of the mixed workload (benchmarks/kv_teeth.py, docs/kv-stores.md):
-#: CreateRaceUndoesWinnerIndex 20/20, IndexAfterRecord 7/20, UnboundedCleanup 6/20 -- 12 seeds
-#: leave a miss chance of about 1 %. GivesUpOnMovedPrune fails the prune race at every seed
+#: Each variant, the scenario that catches it and its clause, the seeds tried in order until
+#: one catches it (the test fails only if every seed misses), and whether the run is aimed
+#: (the store routed through the kit's proxies, the mixed workload's crashes aimed between
+#: two requests of a write). Caught per single run, seeds 0-9 of this profile, plain ->
+#: aimed (benchmarks/kv_teeth.py, docs/benchmarks.md "Aimed crashes"):
+#: IndexAfterRecord 2 -> 3-5, UnboundedCleanup 2 -> 7-8, CountsFromStaleIndex 1 -> 3-5,
+#: CreateRaceUndoesWinnerIndex 10/10 either way. The seed lists leave a miss chance of
+#: about 1 % for the two slowest. GivesUpOnMovedPrune fails the prune race at every seed
 #: tried (its touched batch; two seeds are margin).
-#: Not here, because the kit does not catch it often enough to bound in CI: CountsFromStaleIndex
-#: (3/20 runs; the soak's rate in docs/benchmarks.md) -- reported there, not a failure turned
-#: into a skip. Since the after-scenario integrity check compares counts() with query() per
-#: status, a killed save's stale index entry is also caught there, blamed on
-#: COUNTS-PER-STATUS (which the report then FAILs, clauses.may_blame): seeds 1-10 of this
-#: profile caught it 3 times, seeds 3 and 6 by that check, seed 10 by the workload's own
-#: counts-range (XP-MIXED-WORKLOAD) -- still too rare to bound, and a run may blame either
-#: clause, so no single-clause expectation fits it.
-TEETH = {
-    "CreateRaceUndoesWinnerIndex": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 4))),
-    "GivesUpOnMovedPrune": ("prune_race", "XP-PRUNE-SAVE-RACE", [0, 1]),
-    "IndexAfterRecord": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 12))),
-    "UnboundedCleanup": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 12))),
+#: CountsFromStaleIndex is here since the aim: a crash between a record's write and its
+#: status entry leaves the stale entry its counts() trusts, and the integrity check's
+#: counts-per-status comparison (COUNTS-PER-STATUS) or the workload's counts-range
+#: (XP-MIXED-WORKLOAD) sees it.
+TEETH: dict[str, tuple[str, str, list[int], bool]] = {
+    "CreateRaceUndoesWinnerIndex": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 4)),
+                                    False),
+    "GivesUpOnMovedPrune": ("prune_race", "XP-PRUNE-SAVE-RACE", [0, 1], False),
+    "IndexAfterRecord": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 12)), True),
+    "UnboundedCleanup": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 6)), True),
+    "CountsFromStaleIndex": ("mixed_workload", "XP-MIXED-WORKLOAD", list(range(0, 12)), True),
 }
 
 #: IndexAfterRecord writes the record, then its index entry: a writer killed in between leaves
@@ -114,15 +138,16 @@ ALSO: dict[str, tuple[str, ...]] = {
     "CreateRaceUndoesWinnerIndex": ("COUNTS-PER-STATUS",),
     "IndexAfterRecord": ("COUNTS-PER-STATUS",),
     "UnboundedCleanup": ("COUNTS-PER-STATUS",),
+    "CountsFromStaleIndex": ("COUNTS-PER-STATUS",),
 }
 
 
 @pytest.mark.parametrize("store", sorted(TEETH))
 def test_each_kv_tooth_is_caught_within_its_seeds(store: str) -> None:
-    scenario, clause, seeds = TEETH[store]
+    scenario, clause, seeds, aimed = TEETH[store]
     tried: list[str] = []
     for seed in seeds:
-        result = _run(store, seed, scenario)
+        result = _run(store, seed, scenario, aimed=aimed)
         if result.failed:
             assert not result.errors, result.report()  # an anomaly, not a run that broke
             # Its own clause, and nothing but it -- except what the after-scenario integrity
