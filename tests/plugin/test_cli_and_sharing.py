@@ -42,7 +42,9 @@ def test_clauses_json_and_markdown(tmp_path: Path) -> None:
 
 def test_check_defaults_to_sqlite_and_runs_only_the_suite(tmp_path: Path) -> None:
     (tmp_path / "test_unrelated.py").write_text("def test_x():\n    raise AssertionError\n")
-    done = cli("check", "--report", "r.json", "-p", "no:cacheprovider", cwd=tmp_path)
+    # The quick profile: what is pinned is the default store and the suite alone, not depth.
+    done = cli("check", "--report", "r.json", "--profile", "quick", "-p", "no:cacheprovider",
+               cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "chongming conformance: reference_stores.sqlite:make_store" in done.stdout
     assert table_outcome(done.stdout, "CLAIM-LEASE-BOUNDARY") == "PASS"
