@@ -102,3 +102,21 @@ def test_sigterm_stops_the_soak_with_the_summary_of_what_ran(tmp_path: Path) -> 
     assert summary["stopped"] == "interrupted (Ctrl-C or SIGTERM)", err[-2000:]
     assert summary["steps"] and summary["verdict"] == "PASS"
     assert "soak summary: PASS" in out and proc.returncode == 0
+
+
+def test_a_set_up_that_fails_stops_the_soak_as_an_error_not_a_failure(tmp_path: Path) -> None:
+    """The bad day of issue 43: the network resets the set-up. The soak cannot go on, so it
+    stops there as it does at a FAIL, but says ERROR: nothing ran, no evidence either way."""
+    (tmp_path / "unreachable.py").write_text(
+        "from reference_stores.sqlite import make_store\n"
+        "def make_shared_store():\n"
+        "    raise ConnectionResetError(104, 'Connection reset by peer')\n"
+        "    yield\n", encoding="utf-8")
+    proc = _run(tmp_path, "soak", "unreachable:make_store", "--for", "5m", "--no-hypothesis",
+                "--json", "soak.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "soak.json").read_text(encoding="utf-8"))
+    assert summary["verdict"] == "ERROR" and summary["failure"]["verdict"] == "ERROR"
+    assert summary["stopped"].startswith("first error (set-up failed)"), summary["stopped"]
+    assert len(summary["steps"]) == 1 and summary["calls"] == 0
+    assert "soak summary: ERROR" in proc.stdout and "error (its set-up failed)" in proc.stdout

@@ -102,7 +102,9 @@ class Campaign:
 
     @property
     def failure(self) -> Step | None:
-        return next((s for s in self.steps if s.verdict == "FAIL"), None)
+        """The step the soak stopped at: the first FAIL, or the first ERROR (a set-up
+        that failed: the soak cannot go on, but it is no evidence against the store)."""
+        return next((s for s in self.steps if s.verdict in ("FAIL", "ERROR")), None)
 
     def totals(self) -> dict[str, int]:
         return {"calls": sum(s.calls for s in self.steps),
@@ -122,7 +124,7 @@ class Campaign:
             "spec": self.spec,
             "seconds": round(time.monotonic() - self.started, 1),
             "stopped": self.stopped,
-            "verdict": ("FAIL" if failure else "NOT VERIFIED" if not_verified else
+            "verdict": (failure.verdict if failure else "NOT VERIFIED" if not_verified else
                         "PASS" if self.steps else "NOTHING RAN"),
             "seeds": list(self.seeds),
             **self.totals(),
@@ -232,8 +234,9 @@ def run_campaign(spec: str, options: Any, out: Callable[[str], None] = print) ->
                 campaign.steps.append(done)
                 out(f"{campaign.progress()} -- round {round_} seed {seed}: {done.what} "
                     f"{done.verdict}")
-                if done.verdict == "FAIL":
-                    campaign.stopped = f"first failure: {done.what}, seed {seed}"
+                if done.verdict in ("FAIL", "ERROR"):
+                    first = "failure" if done.verdict == "FAIL" else "error (set-up failed)"
+                    campaign.stopped = f"first {first}: {done.what}, seed {seed}"
                     return campaign
     except KeyboardInterrupt:
         campaign.stopped = "interrupted (Ctrl-C or SIGTERM)"
@@ -276,7 +279,8 @@ def _print_summary(summary: dict[str, Any], out: Callable[[str], None]) -> None:
         f"{summary['anomalies']} anomalies")
     failure = summary["failure"]
     if failure:
-        out(f"failed: {failure['what']} on seed {failure['seed']}")
+        said = "error (its set-up failed)" if failure["verdict"] == "ERROR" else "failed"
+        out(f"{said}: {failure['what']} on seed {failure['seed']}")
         if failure.get("detail"):
             out(failure["detail"])
         if failure.get("logs"):
@@ -322,8 +326,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit 0: every step passed; 1: a failure; 2: nothing failed but a step is NOT
-    VERIFIED (or nothing ran); 4: a bad spec or option."""
+    """Exit 0: every step passed; 1: a failure, or an ERROR (a set-up that failed); 2:
+    nothing failed but a step is NOT VERIFIED (or nothing ran); 4: a bad spec or option."""
     parser = _parser()
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     for target in args.html:
@@ -346,4 +350,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     for target in args.html:
         _write_html(campaign, summary, Path(target).resolve())
         print(f"soak report written to {os.path.abspath(target)}")
-    return {"PASS": 0, "FAIL": 1}.get(summary["verdict"], 2)
+    return {"PASS": 0, "FAIL": 1, "ERROR": 1}.get(summary["verdict"], 2)

@@ -131,6 +131,11 @@ def test_badge_of_conforming_partial_and_should_gaps(memory_report: dict[str, An
         "conforms, a SHOULD fails · catalogue 1.8 · kit 0.1.0", "yellow")
     doc["run"]["partial"] = True
     assert badge(doc)["message"].startswith("partial run")
+    # A partial run that FAILs a MUST clause says "does not conform" first, in red.
+    doc["verdict"] = ("does not conform: 1 MUST clause(s) FAIL (partial run — not a "
+                      "conformance claim)")
+    assert (badge(doc)["message"].split(" · ")[0], badge(doc)["color"]) == (
+        "does not conform", "red")
 
 
 def test_badge_command_writes_the_endpoint_json(tmp_path: Path) -> None:

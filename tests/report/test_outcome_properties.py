@@ -120,7 +120,12 @@ def test_the_outcome_invariants_hold_for_any_run(
     )
     conforms = must_ok and not got.partial and not failed_bearing
     assert got.verdict.startswith("conforms") == conforms, got.verdict
-    if got.partial:
+    must_fail = any(r.outcome == FAIL for r in gated_must)
+    if got.partial and must_fail:  # a FAIL is said first, the partiality after it
+        assert got.verdict.startswith("does not conform: "), got.verdict
+        assert got.verdict.endswith(" MUST clause(s) FAIL (partial run — not a conformance "
+                                    "claim)"), got.verdict
+    elif got.partial:
         assert got.verdict == PARTIAL_BANNER
     if gate is None:
         assert got.gate_passed is None

@@ -333,6 +333,14 @@ def test_verdicts() -> None:
     )
     partial = assess(records(*passing, deselected=1), Capabilities(), shared_available=True)
     assert partial.verdict == PARTIAL_BANNER
+    # A MUST FAIL is evidence however partial the run: "does not conform" comes first.
+    failing = [(suite_test("t_fail", "failed"), cids) if cids == (must,) else (t, cids)
+               for t, cids in passing]
+    partial_fail = assess(records(*failing, deselected=1), Capabilities(),
+                          shared_available=True, gate="must")
+    assert partial_fail.verdict == (
+        "does not conform: 1 MUST clause(s) FAIL (partial run — not a conformance claim)")
+    assert partial_fail.partial and partial_fail.gate_passed is False
 
 
 def test_gate_levels_and_partial_runs() -> None:

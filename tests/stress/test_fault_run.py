@@ -140,12 +140,15 @@ def _setup_fails() -> Iterator[Callable[[], Any]]:
 
 def test_run_all_reports_a_set_up_or_teardown_fault_on_its_line() -> None:
     """The MariaDB failure the issue measured: a reset during drop_schema escaped run_all and
-    crashed the CLI. Now it is that scenario's error; the other scenarios still run."""
+    crashed the CLI. Now it is that scenario's error; the other scenarios still run. A
+    failed set-up is ERROR, not FAIL: nothing ran, so it is no evidence against the store."""
     [torn] = run_all(_teardown_fails, QUICK, scenarios=["close_isolated"])
     assert torn.verdict == "FAIL"
     assert any("teardown failed: ConnectionResetError" in e for e in torn.errors), torn.errors
     [unset] = run_all(_setup_fails, QUICK, scenarios=["close_isolated"])
-    assert unset.verdict == "FAIL"
+    assert unset.verdict == "ERROR", unset.report()
+    assert unset.errored and not unset.failed and not unset.ok
+    assert unset.blamed() == []
     assert "make_shared_store() failed: ConnectionResetError" in unset.errors[0]
 
 

@@ -30,10 +30,10 @@ _STATES = {
 
 def _state(doc: Mapping[str, Any]) -> str:
     verdict = str(doc["verdict"])
+    if verdict.startswith("does not conform"):  # a FAIL says so, a partial run or not
+        return "fails"
     if doc["run"]["partial"] or verdict == PARTIAL_BANNER:
         return "partial"
-    if verdict.startswith("does not conform"):
-        return "fails"
     if not verdict.startswith("conforms"):
         return "unproven"
     should_fails = any(c["level"] == "SHOULD" and c["outcome"] == "FAIL" and c.get("gated")

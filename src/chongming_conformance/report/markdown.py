@@ -29,12 +29,14 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     run, store, env = doc["run"], doc["store"], doc["environment"]
     shared = f"`{store['shared_spec']}`" if store["shared_spec"] else "none"
     lines = [f"# Conformance report: `{store['spec']}`", ""]
+    # The verdict first: a partial run that FAILs a MUST clause reads "does not conform"
+    # before the banner saying the run is partial.
+    lines += [f"**Verdict:** {doc['verdict']}", ""]
     if run["partial"]:
         lines += [
             f"> **{PARTIAL_BANNER}.** " + "; ".join(run["partial_reasons"]),
             "",
         ]
-    lines += [f"**Verdict:** {doc['verdict']}", ""]
     lines += [
         "| | |",
         "|---|---|",

@@ -358,15 +358,20 @@ def conclude(
     ``failed_tests`` counts the failed suite tests that bear on MUST-level conformance
     (they declare a gated MUST clause, or no clause at all). With no MUST clause FAIL,
     such a failure still means the store misbehaved where no clause could be blamed:
-    its clauses are NOT VERIFIED, and the verdict says the store does not conform.
+    its clauses are NOT VERIFIED, and the verdict says the store does not conform. A
+    partial run says :data:`PARTIAL_BANNER`, unless a MUST clause FAILs: "does not conform"
+    comes first, the run's partiality after it.
     """
     must_failed, must_unverified = _failing(results, Level.MUST)
     should_failed, should_unverified = _failing(results, Level.SHOULD)
     deviating = [r for r in results if r.outcome == DEVIATION]
-    if reasons:
-        text = PARTIAL_BANNER
-    elif must_failed:
+    if must_failed:
+        # A FAIL is evidence however little ran: said first, a partial run or not.
         text = f"does not conform: {len(must_failed)} MUST clause(s) FAIL"
+        if reasons:
+            text += " (partial run — not a conformance claim)"
+    elif reasons:
+        text = PARTIAL_BANNER
     elif failed_tests:
         text = (f"does not conform: {failed_tests} suite test(s) failed without a FAIL clause "
                 "(see the NOT VERIFIED notes)")

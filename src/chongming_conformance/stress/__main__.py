@@ -1,8 +1,10 @@
 """``python -m chongming_conformance.stress MODULE:ATTR``: run the scenarios, print a table.
 
 ``MODULE:ATTR`` names a ``make_shared_store`` factory. Exit status 0 when every
-scenario passes, 1 when one fails, 2 when none fails but one is NOT VERIFIED (its
-verdict could not be reached: the linearizability checker ran out of its budget).
+scenario passes, 1 when one fails or is ERROR (its set-up failed, so the run is
+incomplete: an error of the run, not evidence against the store), 2 when none fails but
+one is NOT VERIFIED (its verdict could not be reached: the linearizability checker ran
+out of its budget).
 The same numbers feed docs/benchmarks.md.
 
 Two commands read the worker logs a run kept (the first argument picks them):
@@ -215,7 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"report written to {target}")
     for clause, why in unjudged.items():
         print(f"NOT VERIFIED {clause}: {why}", file=sys.stderr)
-    if any(r.failed for r in results):
+    errored = [r.scenario for r in results if r.errored]
+    if errored:
+        print(f"ERROR: {len(errored)} scenario(s) could not be set up ({', '.join(errored)}): "
+              "the run is incomplete, and says nothing about the store", file=sys.stderr)
+    if errored or any(r.failed for r in results):
         return 1
     return 2 if unjudged or any(r.unverified for r in results) else 0
 

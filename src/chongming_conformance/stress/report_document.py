@@ -22,7 +22,7 @@ from typing import Any
 from ..capabilities import Capabilities
 from ..report.document import RunSettings, StoreInfo, build_document, describe_environment
 from ..report.outcomes import assess
-from ..report.records import SuiteRecords, TestResult
+from ..report.records import SETUP_PREFIX, SuiteRecords, TestResult
 from ..timeouts import DEFAULT_TIMEOUT
 from .runner import INTEGRITY_CLAUSES, ScenarioResult
 from .scenarios import SCENARIOS
@@ -38,7 +38,12 @@ def _record(result: ScenarioResult) -> TestResult:
     test = TestResult(f"{NODE_PREFIX}{SCENARIOS[result.scenario].test_name}",
                       duration_s=round(result.wall_seconds, 3), history=result.picture,
                       coverage=result.fault_coverage)
-    if result.failed:
+    if result.errored:
+        # As the plugin records a test whose store could not be opened: failed before its
+        # body ran, so its clauses are NOT VERIFIED, never FAIL (records.SETUP_PREFIX).
+        test.outcome = "failed"
+        test.message = SETUP_PREFIX + result.report()
+    elif result.failed:
         test.outcome = "failed"
         test.message = result.report()
         test.blames = tuple(result.blamed())  # as StressContract.assert_stress blames it
@@ -87,7 +92,7 @@ def stress_document(
         stress_profile=dataclasses.asdict(profile),
         topology=topology,
         seed=profile.seed,
-        pytest_exit_status=1 if any(r.failed for r in results) else 0,
+        pytest_exit_status=1 if any(r.failed or r.errored for r in results) else 0,
     )
     return build_document(
         assessment,

@@ -38,13 +38,15 @@ REPORT_CHARS = 4500
 @dataclass(slots=True)
 class ScenarioResult:
     """What one scenario found. ``ok`` (PASS) only when there is no anomaly, no error and
-    nothing left unverified.
+    nothing left unverified; ``errored`` (ERROR) when its set-up failed.
 
     ``anomalies`` are broken guarantees seen in the logs; ``errors`` are runs
     that could not complete (stuck or crashed workers, a failing setup);
     ``unverified`` says why a verdict could not be reached (the linearizability
     checker ran out of its budget): with no anomaly and no error, the scenario is
-    then NOT VERIFIED -- neither PASS nor FAIL.
+    then NOT VERIFIED -- neither PASS nor FAIL. ``setup_failed``: the fresh location
+    could not be set up (``make_shared_store()`` raised), so nothing ran -- an error of
+    the run, not evidence against the store, as pytest says ERROR, not FAILED.
     """
 
     scenario: str
@@ -70,21 +72,30 @@ class ScenarioResult:
     unproven: dict[str, str] = field(default_factory=dict)
     #: A fault run's coverage matrix (``stress.fault_coverage.matrix``); else None.
     fault_coverage: dict[str, Any] | None = field(default=None, repr=False)
+    #: The set-up failed before any worker ran (its errors say how): ERROR, not FAIL.
+    setup_failed: bool = False
+
+    @property
+    def errored(self) -> bool:
+        """ERROR: the set-up failed, so the scenario never ran (the run is incomplete)."""
+        return self.setup_failed
 
     @property
     def failed(self) -> bool:
-        """FAIL: an anomaly or an error (whatever else is unverified)."""
-        return bool(self.anomalies or self.errors)
+        """FAIL: an anomaly or an error of a scenario that ran (whatever else is
+        unverified); a failed set-up is ``errored`` instead."""
+        return bool(self.anomalies or self.errors) and not self.errored
 
     @property
     def ok(self) -> bool:
         """PASS: nothing failed and the verdict was reached on every clause."""
-        return not self.failed and not self.unverified and not self.unproven
+        return (not self.failed and not self.errored and not self.unverified
+                and not self.unproven)
 
     @property
     def verdict(self) -> str:
-        return ("FAIL" if self.failed else "NOT VERIFIED" if self.unverified or self.unproven
-                else "PASS")
+        return ("ERROR" if self.errored else "FAIL" if self.failed
+                else "NOT VERIFIED" if self.unverified or self.unproven else "PASS")
 
     @property
     def ops_per_second(self) -> float:
@@ -114,7 +125,9 @@ class ScenarioResult:
         the end when they do not fit, and the report says how many; a block is never cut
         in the middle of a line.
         """
-        counts = (f"{len(self.anomalies)} anomalies, {len(self.errors)} errors"
+        counts = ("ERROR (the set-up failed, nothing ran: not evidence against the store)"
+                  if self.errored
+                  else f"{len(self.anomalies)} anomalies, {len(self.errors)} errors"
                   if self.failed else "NOT VERIFIED" if self.unverified or self.unproven
                   else "PASS")
         head = [f"stress scenario {self.scenario!r} ({', '.join(self.clauses)}), profile "
@@ -355,8 +368,9 @@ def run_all(
 ) -> list[ScenarioResult]:
     """Every scenario (or ``scenarios``), each on a fresh location from ``make_shared_store``.
 
-    Never raises for the store: a factory that fails to set up, or to tear down, is
-    reported as that scenario's error (a fault during teardown included).
+    Never raises for the store: a factory that fails to set up is that scenario's ERROR
+    (``setup_failed``: nothing ran, so nothing was judged); one that fails to tear down
+    is that scenario's error (a fault during teardown included).
     """
     prof = get_profile(profile)
     results = []
@@ -365,7 +379,8 @@ def run_all(
         try:
             opener, network = open_location(make_shared_store, name, prof, stack)
         except Exception as exc:
-            failed = ScenarioResult(name, SCENARIOS[name].clauses, prof.name)
+            failed = ScenarioResult(name, SCENARIOS[name].clauses, prof.name,
+                                    setup_failed=True, logs_note="none (no worker ran)")
             failed.errors.append(mask_secrets(
                 f"make_shared_store() failed: {type(exc).__name__}: {exc}"))
             failed.errors += _close(stack)
