@@ -82,7 +82,6 @@ TEETH = [
           ("CancelOnTimeout", _MY.make_cancel_on_timeout, NO_HANG),
       )),
 ]
-IDS = [t.name for t in TEETH]
 
 
 def _verdict(result: ScenarioResult) -> str:
