@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from . import peers
+from .plan import matches_kind
 from .proxy import ChunkSeen, Decision, Interceptor
 from .toxics import Direction
 
@@ -295,7 +296,7 @@ class Aimer(Interceptor):
         for trigger in self._armed:
             if trigger.direction != chunk.direction:
                 continue
-            if trigger.methods and method not in trigger.methods:
+            if trigger.methods and not matches_kind(method, trigger.methods):
                 continue
             if trigger.workers and track.worker not in trigger.workers:
                 continue

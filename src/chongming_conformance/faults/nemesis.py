@@ -66,6 +66,7 @@ from .plan import (
     Planner,
     call_words,
     kinds_for,
+    matches_kind,
     plan,
 )
 from .toxics import Latency, LimitData, Timeout
@@ -510,7 +511,7 @@ class Nemesis:
         until = time.monotonic() + wait
         while not self._stop.is_set():
             found = sorted((i, pid) for i, (pid, _, method) in self._calls().items()
-                           if method in methods)
+                           if matches_kind(method, methods))
             if found:
                 return found[fault.pick % len(found)]
             if time.monotonic() >= until:

@@ -22,20 +22,23 @@ each applied fault is logged with what it hit (``nemesis.jsonl``).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "DEPLOYMENT_PREFIX",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
+    "QUALIFIERS",
     "READS",
     "WRITES",
     "Cell",
     "Fault",
     "Planner",
+    "base_method",
     "call_words",
     "kinds_for",
+    "matches_kind",
     "plan",
 ]
 
@@ -43,6 +46,28 @@ __all__ = [
 WRITES = ("create", "save", "append", "touch", "submit_command", "claim_commands",
           "complete_command", "release_command", "prune")
 READS = ("get", "query", "counts", "history")
+
+#: What a workload may say of a call beyond its method, as ``method:qualifier`` (a *kind of
+#: call*): the code path the call takes, where it differs from the method's usual one and a
+#: fault there is what a store gets wrong. ``dup``: an insert of an id that exists (a
+#: create or submit retried); ``held``: a complete or release of a command the caller
+#: holds (it has an effect; one of a finished command has none); ``all``: a claim of every
+#: claimable command while no other command call runs (it leases what is there, and its
+#: answer decides).
+QUALIFIERS = ("dup", "held", "all")
+
+
+def base_method(kind: str) -> str:
+    """The protocol method of a kind of call (``create:dup`` -> ``create``)."""
+    return kind.partition(":")[0]
+
+
+def matches_kind(kind: str, wanted: Iterable[str]) -> bool:
+    """Whether a call of ``kind`` is one of ``wanted``: named as it is (``create:dup``), or
+    by its method alone (``create`` takes every create)."""
+    wanted = set(wanted)
+    return kind in wanted or base_method(kind) in wanted
+
 
 NETWORK_KINDS = ("lost-reply", "lost-request", "reset", "blackhole", "latency", "cut", "down")
 PAUSE_KINDS = ("pause",)
@@ -134,12 +159,21 @@ class Fault:
 
 def call_words(target: str) -> str:
     """The calls of a target in words: "save", "save or get", "read", "write", "call"."""
-    methods = [m for m in target.split("|") if m]
+    methods = [_in_words(m) for m in target.split("|") if m]
     if set(methods) == set(READS):
         return "read"
     if set(methods) == set(WRITES):
         return "write"
     return " or ".join(methods) if methods else "call"
+
+
+_QUALIFIED = {"dup": "{} of an id that exists", "held": "{} of a held command",
+              "all": "{} of every claimable command"}
+
+
+def _in_words(kind: str) -> str:
+    method, _, qualifier = kind.partition(":")
+    return _QUALIFIED[qualifier].format(method) if qualifier in _QUALIFIED else method
 
 
 def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
@@ -210,8 +244,9 @@ class Cell:
         return f"{what} × {calls}"
 
     def counts(self, kind: str, method: str) -> bool:
-        """Whether a fault of ``kind`` landed in a call of ``method`` counts for this cell."""
-        return kind in self.kinds and (not self.methods or method in self.methods)
+        """Whether a fault of ``kind`` landed in a call of ``method`` (a kind of call, maybe
+        qualified) counts for this cell."""
+        return kind in self.kinds and (not self.methods or matches_kind(method, self.methods))
 
     def landed(self, hits: Mapping[tuple[str, str], int]) -> int:
         """How many of ``hits`` ((fault kind, method) -> count) count for this cell."""

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..faults.plan import QUALIFIERS
 from ..protocol import PROTOCOL_METHODS
 
 __all__ = [
@@ -59,12 +60,24 @@ SLOT_BYTES = 512
 assert _HEAD.size + RING * _ENTRY.size <= SLOT_BYTES
 
 
-def method_code(method: str) -> int:
-    """The board's code of a call's method (an unknown name: "other")."""
+def method_code(method: str, qualifier: str | None = None) -> int:
+    """The board's code of a call's kind: its method (an unknown name: "other") and the
+    workload's qualifier, if any (``faults.plan.QUALIFIERS``)."""
     try:
-        return METHODS.index(method)
+        code = METHODS.index(method)
     except ValueError:
-        return len(METHODS) - 1
+        code = len(METHODS) - 1
+    if qualifier:
+        code += len(METHODS) * (1 + QUALIFIERS.index(qualifier))
+    return code
+
+
+def _kind(code: int) -> str | None:
+    """The kind of call a code stands for (``create`` or ``create:dup``)."""
+    index, method = divmod(code, len(METHODS))
+    if not 0 <= code < len(METHODS) * (1 + len(QUALIFIERS)):
+        return None
+    return METHODS[method] if index == 0 else f"{METHODS[method]}:{QUALIFIERS[index - 1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +91,8 @@ class Finished:
 @dataclass(frozen=True, slots=True)
 class Slot:
     """One worker's slot as read: its pid, the call it is in (``seq`` and ``method`` of the
-    last call it started, ``in_call`` whether it is still inside it) and the calls it
-    finished last, newest first."""
+    last call it started -- its kind of call, ``create`` or ``create:dup`` --, ``in_call``
+    whether it is still inside it) and the calls it finished last, newest first."""
 
     pid: int
     seq: int
@@ -131,8 +144,7 @@ class Board:
         finished = tuple(
             Finished(s, _OUTCOMES.get(o, "raised"))
             for s, o in (entries[(head - 1 - k) % RING] for k in range(RING)) if s > 0)
-        method = METHODS[code] if 0 <= code < len(METHODS) else None
-        return Slot(pid, seq, method, bool(in_call), t_invoke, finished)
+        return Slot(pid, seq, _kind(code), bool(in_call), t_invoke, finished)
 
     def pids(self) -> dict[int, int]:
         """Worker index -> pid, for every worker that has written its slot."""
@@ -177,10 +189,11 @@ class BoardWriter:
         _HEAD.pack_into(self._map, self._base, self._version, self._pid, self._seq,
                         self._code, self._in_call, self._t, self._head)
 
-    def invoke(self, seq: int, method: str) -> None:
-        """The worker starts call ``seq`` of ``method``."""
-        self._seq, self._code, self._in_call, self._t = seq, method_code(method), 1, \
-            time.monotonic()
+    def invoke(self, seq: int, method: str, qualifier: str | None = None) -> None:
+        """The worker starts call ``seq`` of ``method`` (``qualifier``: the kind of call the
+        workload says it is, ``faults.plan.QUALIFIERS``)."""
+        self._seq, self._code, self._in_call, self._t = seq, method_code(method, qualifier), \
+            1, time.monotonic()
         self._write()
 
     def result(self, seq: int, *, ok: bool, conflict: bool = False) -> None:

@@ -19,7 +19,14 @@ The minimums and why:
   again).
 * **a lost request, once per kind of call** (XP-FAULT-SAFETY): the request never reached
   the server, so a call that answers must answer truthfully -- a claim that returns
-  ``[]``, a write that says done.
+  ``[]``, a write that says done. Once more for each kind of call whose effect a store
+  most often assumes (``faults.plan.QUALIFIERS``): an insert of an id that exists (a
+  store that "resolves" a lost reply by reading the id back answers "inserted" for a
+  duplicate), a complete or release of a held command (one that swallows the error says
+  "done" for a command still held);
+* **a lost reply after a claim of every claimable command**, once (XP-FAULT-SAFETY): the
+  check phase's claim, which leases whatever is claimable -- its lost reply leaves commands
+  leased to nobody, which a store that answers ``[]`` on an error hides.
 * **a pause inside a write** (XP-FAULT-SAFETY): a holder stopped between its requests,
   row locks held, while the others go on (once under network faults; three times when
   pauses are the only faults a store can get).
@@ -44,6 +51,7 @@ from ..faults.plan import READS, WRITES, Cell
 from .log import Logs
 
 __all__ = [
+    "EFFECT_ASSUMED",
     "MATRIX_SCHEMA",
     "NO_HANG",
     "RECOVERY",
@@ -55,6 +63,10 @@ __all__ = [
 ]
 
 SAFETY, RECOVERY, NO_HANG = "XP-FAULT-SAFETY", "XP-FAULT-RECOVERY", "XP-FAULT-NO-HANG"
+#: The kinds of call whose effect a store most often assumes after an error (the mixed
+#: workload qualifies its calls so: ``stress/scenarios/_mix_calls.py``).
+EFFECT_ASSUMED = ("create:dup", "submit_command:dup", "complete_command:held",
+                  "release_command:held")
 MATRIX_SCHEMA = "chongming-fault-coverage"
 
 _LOST_REPLY = ("a write whose commit ran and whose reply was lost is the unknown effect a "
@@ -62,6 +74,10 @@ _LOST_REPLY = ("a write whose commit ran and whose reply was lost is the unknown
                "path; three landings leave room for ones where a mistake cannot show")
 _LOST_REQUEST = ("a request that never reached the server: a call that answers must answer "
                  "truthfully")
+_EFFECT_ASSUMED = ("a request that never reached the server, of a call whose effect a store "
+                   "most often assumes: it must not answer as if it had happened")
+_CLAIM_ALL = ("a claim that leased every claimable command, its reply lost: the commands are "
+              "leased to nobody, which a claim that answers [] on an error hides")
 _PAUSE = "a holder stopped between its requests, its row locks held, while the others go on"
 _BLACKHOLE = "a request that vanishes: only a client-side timeout ends the call"
 _BROKEN = "a connection broken under a call: the pool must find out and replace it"
@@ -72,6 +88,8 @@ REQUIRED: dict[str, dict[str, tuple[Cell, ...]]] = {
         SAFETY: (
             *(Cell(("lost-reply",), (w,), 3, _LOST_REPLY) for w in WRITES),
             *(Cell(("lost-request",), (m,), 1, _LOST_REQUEST) for m in (*WRITES, *READS)),
+            *(Cell(("lost-request",), (k,), 1, _EFFECT_ASSUMED) for k in EFFECT_ASSUMED),
+            Cell(("lost-reply",), ("claim_commands:all",), 1, _CLAIM_ALL),
             Cell(("pause",), WRITES, 1, _PAUSE),
         ),
         NO_HANG: (Cell(("blackhole",), READS, 1, _BLACKHOLE),),

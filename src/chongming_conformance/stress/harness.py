@@ -200,8 +200,12 @@ class WorkerContext:
         now: datetime | None = None,
         summarize: Callable[[T], Any] | None = None,
         record: bool | None = None,
+        qualifier: str | None = None,
     ) -> Outcome[T]:
         """Run one store call, logging invoke and result; never raises a store error.
+
+        ``qualifier``: what kind of call this is beyond its method, for the faults aimed at
+        kinds of call (``faults.plan.QUALIFIERS``; on the call board only).
 
         ``record=True`` (default: ``self.record_calls``) also logs the full call -- the
         protocol method with every argument, and the whole result -- in codec form
@@ -213,7 +217,7 @@ class WorkerContext:
         call = recorded_call(fn) if record else None
         seq = self.log.invoke(op, detail, round_=self.round, now=encode_dt(now), call=call)
         if (board := self._board) is not None:
-            board.invoke(seq, call["method"] if call is not None else method_of(fn))
+            board.invoke(seq, call["method"] if call is not None else method_of(fn), qualifier)
         try:
             value = fn()
             returned = time.monotonic()

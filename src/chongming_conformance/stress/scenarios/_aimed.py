@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ...faults.aim import Aimer, Hit, Trigger
-from ...faults.plan import WRITES
+from ...faults.plan import WRITES, base_method
 from ..harness import Group, Harness, WorkerContext
 from ._mix_calls import (
     DESIGNATED,
@@ -130,9 +130,14 @@ class Sweep:
         self._rng = random.Random(f"chongming-freeze-{seed}")
 
     def picks(self, learned: Mapping[str, int], count: int) -> list[tuple[str, int]]:
-        """Up to ``count`` distinct (method, request) to freeze now."""
+        """Up to ``count`` distinct (method, request) to freeze now (``learned`` may name
+        kinds of call, ``create:dup``: a method's gaps are those of its longest kind)."""
+        longest: dict[str, int] = {}
+        for kind, n in learned.items():
+            method = base_method(kind)
+            longest[method] = max(longest.get(method, 0), n)
         gaps = [(m, k) for m in DESIGNATED
-                for k in range(2, min(learned.get(m, 0), MAX_GAPS + 1) + 1)]
+                for k in range(2, min(longest.get(m, 0), MAX_GAPS + 1) + 1)]
         if not gaps:
             return []
         self._rng.shuffle(gaps)  # ties in a seeded order

@@ -21,13 +21,14 @@ __all__ = ["logged_claim", "report_errors", "when"]
 
 
 def logged_claim(ctx: WorkerContext, now: float | datetime, lease: float,
-                 limit: int) -> list[Command]:
-    """One logged claim at logical ``now`` (seconds after BASE, or a datetime)."""
+                 limit: int, *, qualifier: str | None = None) -> list[Command]:
+    """One logged claim at logical ``now`` (seconds after BASE, or a datetime);
+    ``qualifier``: its kind of call on the call board (``faults.plan.QUALIFIERS``)."""
     instant = now if isinstance(now, datetime) else at(now)
     out = ctx.call(
         "claim", {"lease_seconds": lease, "limit": limit},
         partial(ctx.store.claim_commands, now=instant, lease_seconds=lease, limit=limit),
-        now=instant, summarize=commands_summary,
+        now=instant, summarize=commands_summary, qualifier=qualifier,
     )
     return list(out.value) if out.ok and out.value is not None else []
 

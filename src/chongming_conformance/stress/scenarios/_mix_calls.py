@@ -68,6 +68,13 @@ class State:
     finished: list[str] = field(default_factory=list)  # commands we completed or released
     doomed: list[str] = field(default_factory=list)  # our terminal tasks, for prune
     revived: list[str] = field(default_factory=list)  # ours saved back to RUNNING this round
+    submitted: list[str] = field(default_factory=list)  # command ids we submitted first
+
+    @property
+    def own_tag(self) -> str:
+        """The tag only this worker's terminal tasks carry, which only it queries: a task it
+        created is in that query's answer from the create's return on, never overlapping."""
+        return f"own-{self.me}"
 
 
 def quiet_driver_warnings(p: Mapping[str, Any]) -> None:
@@ -101,7 +108,8 @@ def create_doomed(ctx: WorkerContext, st: State) -> None:
     doomed = f"mix-done-{st.me}-{st.seq}"
     out = ctx.call("create", {"task": doomed, "doomed": True}, partial(
         ctx.store.create, task(doomed, status=TaskStatus.SUCCEEDED,
-                               created_at=at(100 + st.seq / 1000))))
+                               created_at=at(100 + st.seq / 1000),
+                               tags=frozenset({"t0", st.own_tag}))))
     if out.ok:
         st.doomed.append(doomed)
 
@@ -111,7 +119,7 @@ def revive(ctx: WorkerContext, st: State) -> None:
     doomed = st.doomed.pop(st.rng.randrange(len(st.doomed)))
     seq = int(doomed.rsplit("-", 1)[1])
     snap = task(doomed, version=1, name=f"{st.me}-revive", status=TaskStatus.RUNNING,
-                created_at=at(100 + seq / 1000))
+                created_at=at(100 + seq / 1000), tags=frozenset({"t1", st.own_tag}))
     out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
                             "revive": True}, partial(ctx.store.save, snap, expect_version=0))
     if out.ok:
@@ -160,7 +168,7 @@ def filters(rng: random.Random, me: str) -> dict[str, Any]:
                                                   rng.randint(1, 2)))},
         lambda: {"name": rng.choice(("v0", f"{me}-create", f"{me}-revive", ""))},
         lambda: {"name_prefix": rng.choice((f"{me}-", "v", ""))},
-        lambda: {"tag": rng.choice(("even", "odd", "t1", ""))},
+        lambda: {"tag": rng.choice(("even", "odd", "t1", "", f"own-{me}"))},
         lambda: {"buckets": frozenset(rng.sample(range(3), rng.randint(1, 2)))},
         lambda: {"pipeline_run_id": rng.choice(("run-a", "", "run-b"))},
     ]
@@ -260,9 +268,11 @@ def one_call(ctx: WorkerContext, st: State, now: float, *, crashing: bool) -> No
         _claim(ctx, st, now, rng.randint(1, 3))
     elif pick < 0.86 and (held or st.finished):
         _finish(ctx, st, now, complete=None)
-    elif pick < 0.90:  # a plain read (a cache that outlives other processes' writes)
+    elif pick < 0.89:  # a plain read (a cache that outlives other processes' writes)
         target = tid if rng.random() < 0.8 or not st.doomed else rng.choice(st.doomed)
         ctx.call("get", {"task": target}, partial(s.get, target), summarize=snapshot_summary)
+    elif pick < 0.90:  # an insert retried: the id exists
+        insert_again(ctx, st, now, tid)
     elif pick < 0.95 and st.doomed:
         revive(ctx, st)
     elif pick < 0.97:
@@ -294,8 +304,26 @@ def _side_touch(ctx: WorkerContext, st: State, now: float, tid: str) -> None:
 def _submit(ctx: WorkerContext, st: State, now: float, tid: str) -> None:
     shared = st.rng.random() < 0.3
     cid = f"mix-dup-r{ctx.round}" if shared else f"mix-c-{st.me}-{st.seq}"
-    ctx.call("submit", {"id": cid, "shared": shared},
-             partial(ctx.store.submit_command, command(cid, tid, now + st.seq / 1000)))
+    out = ctx.call("submit", {"id": cid, "shared": shared},
+                   partial(ctx.store.submit_command, command(cid, tid, now + st.seq / 1000)))
+    if out.ok and not shared:
+        st.submitted.append(cid)
+
+
+def insert_again(ctx: WorkerContext, st: State, now: float, tid: str) -> None:
+    """An insert of an id that exists -- a key task (every one exists once round 0's creates
+    returned), or a command this worker submitted -- as a caller that retries one does: the
+    store must refuse it (StoreError), never answer as if it had inserted. The call is
+    qualified ``dup`` on the call board, so a fault can be aimed at it."""
+    started = (ctx.round or 0) > 0  # every key task exists
+    if st.submitted and (not started or st.rng.random() < 0.5):
+        cid = st.rng.choice(st.submitted)
+        ctx.call("submit", {"id": cid, "again": True},
+                 partial(ctx.store.submit_command, command(cid, tid, now + st.seq / 1000)),
+                 qualifier="dup")
+    elif started:
+        ctx.call("create", {"task": tid, "again": True}, partial(
+            ctx.store.create, key_task(tid, name=f"{st.me}-again")), qualifier="dup")
 
 
 def _claim(ctx: WorkerContext, st: State, now: float, limit: int) -> None:
@@ -313,13 +341,15 @@ def _finish(ctx: WorkerContext, st: State, now: float, *, complete: bool | None)
         del held[cid]
     else:
         cid = rng.choice(st.finished)
+    qualifier = None if cid in st.finished else "held"  # a finished one: a no-op
     st.finished.append(cid)
     if complete if complete is not None else rng.random() < 0.6:
         ctx.call("complete", {"id": cid}, partial(s.complete_command, cid, now=at(now),
-                                                  outcome="ok"), now=at(now))
+                                                  outcome="ok"), now=at(now),
+                 qualifier=qualifier)
     else:
         ctx.call("release", {"id": cid}, partial(s.release_command, cid, now=at(now)),
-                 now=at(now))
+                 now=at(now), qualifier=qualifier)
 
 
 def _prune(ctx: WorkerContext, st: State) -> None:

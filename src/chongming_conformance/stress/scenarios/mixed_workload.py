@@ -61,6 +61,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ...model import TaskQuery
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
@@ -90,9 +91,10 @@ OPS_PER_ROUND = 16
 #: Crashing workers of a run whose kills are aimed between two requests of a write
 #: (``_aimed``; at least the profile's ``crash_cycles``).
 AIMED_CRASHERS = 6
-#: Seconds the mixers of a crash round wait, at its check phase, for the aimed kill (the
-#: parent's ``aimed{r}``) before they read anyway: the crashing worker writes without a
-#: pause, so the kill usually comes within milliseconds.
+#: Seconds the mixers wait, at a check phase of an aimed run, for the freezes and the aimed
+#: kills to be in place (the parent's ``aimed{r}``) before they read anyway: a freezer makes
+#: its call at once, and a crashing worker writes without a pause, so they usually come
+#: within milliseconds.
 AIMED_WAIT = 3.0
 #: The skip policy of the verdict (``lincheck.check``; see the module docstring).
 SKIP = "concurrent"
@@ -262,15 +264,15 @@ def _opening_collision(ctx: WorkerContext, st: State, r: int) -> None:
         st.held[c.command_id] = r * STEP + LEASE
 
 
-#: The key tasks' pipeline run ids, one per task in turn: the empty string is a run id
-#: like any other (a store testing the filter by truthiness returns every task for it).
 def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> None:
     """Three steps, a barrier apart. (1) Every worker reads the key tasks (its own view, caches
-    included) and the terminal tasks it saved back to RUNNING this round (a prune racing
-    the save must have spared them) while nobody writes. (2) The round's checker alone
-    reads their history, ``counts()`` and ``query()``, claims every claimable command
-    and releases it -- a claim no other command call overlaps, so it must return every
-    command that is claimable (the strict skip policy) -- and saves one key task. (3)
+    included), the terminal tasks it saved back to RUNNING this round (a prune racing
+    the save must have spared them) and the tasks carrying its own tag (every one it
+    created and nobody pruned: a create is all or nothing) while nobody writes. (2) The
+    round's checker alone reads their history, ``counts()`` and ``query()``, claims every
+    claimable command and releases it -- a claim no other command call overlaps, so it
+    must return every command that is claimable (the strict skip policy) -- and saves one
+    key task. (3)
     Every other worker reads that task again: it must see the save (a private cache
     would not)."""
     s = ctx.store
@@ -280,6 +282,8 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
         ctx.call("get", {"task": tid, "check": True}, partial(s.get, tid),
                  summarize=snapshot_summary)
     st.revived.clear()
+    ctx.call("query", {"check": True, "tag": st.own_tag},
+             partial(s.query, TaskQuery(tag=st.own_tag)), summarize=lambda ts: len(ts))
     ctx.sync()
     if checker:
         for tid in TASKS:
@@ -290,7 +294,7 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
         for q in CHECK_QUERIES:
             ctx.call("query", {"check": True}, partial(s.query, q),
                      summarize=lambda ts: len(ts))
-        for c in logged_claim(ctx, now, LEASE, 100_000):
+        for c in logged_claim(ctx, now, LEASE, 100_000, qualifier="all"):
             ctx.call("release", {"id": c.command_id, "check": True},
                      partial(s.release_command, c.command_id, now=at(now)), now=at(now))
         if ctx.params.get("aimed"):  # read: the frozen writes may go on (``_aimed``)
