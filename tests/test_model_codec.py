@@ -18,7 +18,7 @@ from chongming_conformance import (
     Transition,
     codec,
 )
-from chongming_conformance.samples import (
+from chongming_conformance.strategies.samples import (
     KATHMANDU,
     at,
     full_command,

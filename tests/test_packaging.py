@@ -55,7 +55,8 @@ def test_wheel_registers_the_plugin_and_the_cli(wheel: zipfile.ZipFile) -> None:
     parser = configparser.ConfigParser()
     parser.read_string(wheel.read(entry_points).decode("utf-8"))
     assert parser["pytest11"]["chongming"] == "chongming_conformance.plugin"
-    assert parser["console_scripts"]["chongming-conformance"] == "chongming_conformance.cli:main"
+    assert (parser["console_scripts"]["chongming-conformance"]
+            == "chongming_conformance.commands.cli:main")
 
 
 def test_wheel_metadata_offers_the_optional_extras(wheel: zipfile.ZipFile) -> None:

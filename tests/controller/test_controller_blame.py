@@ -24,9 +24,9 @@ from broken_stores import (
     TouchBumpsVersion,
 )
 
-from chongming_conformance.blame import notes_blame
-from chongming_conformance.controller_checks import ControllerContract
-from chongming_conformance.model import TaskQuery, TaskSnapshot
+from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.oracle.blame import notes_blame
+from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot
 from reference_stores.memory import InMemoryTaskStore
 
 

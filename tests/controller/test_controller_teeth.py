@@ -37,10 +37,10 @@ from broken_stores import (
     SaveWritesLease,
 )
 
-from chongming_conformance.clauses import clauses_of
+from chongming_conformance.checks.controller import ControllerContract
 from chongming_conformance.controller import Controller, ManualClock
-from chongming_conformance.controller_checks import ControllerContract
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.clauses import clauses_of
 
 IN_PROCESS = [
     ("CTRL-RESTART-RECOVERY", SaveWritesLease),

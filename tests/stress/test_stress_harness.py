@@ -20,8 +20,8 @@ from stress_stores import (
     shared,
 )
 
-from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
-from chongming_conformance.controller_checks.contract import ControllerContract
+from chongming_conformance.checks.controller.contract import ControllerContract
+from chongming_conformance.protocol.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.stress import (
     PROFILES,
     SCENARIOS,

@@ -63,8 +63,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ...protocol import TaskStore
+from ...protocol.model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
