@@ -7,7 +7,7 @@
   COMPLETE-NEVER-RECLAIMED, not CTRL-STOP-DELIVERED-ONCE (whose own trap, a claim that
   ignores the lease, stays its own);
 * the dashboard reads (query by tag, run id, buckets; counts) wrong on a fresh store: the
-  store's query or counts clause (controller_checks/preflight.py).
+  store's query or counts clause (checks/controller/preflight.py).
 """
 
 from __future__ import annotations

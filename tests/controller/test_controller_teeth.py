@@ -80,7 +80,7 @@ def assert_caught(clause_id: str, what: str, failures: dict[str, BaseException |
     for exc in caught.values():
         assert isinstance(exc, AssertionError), f"{what} crashed the check: {exc!r}"
         frames = traceback.extract_tb(exc.__traceback__)
-        assert any("controller_checks" in f.filename for f in frames), (
+        assert any("/checks/controller/" in f.filename for f in frames), (
             f"{what} failed outside the controller checks: {exc!r}")
 
 

@@ -1,4 +1,4 @@
-"""controller_checks.preflight: a controller check's failure is a knock-on only when a
+"""checks.controller.preflight: a controller check's failure is a knock-on only when a
 foundation call is broken on a fresh store; the traps stay the controller clause's own."""
 
 from __future__ import annotations

@@ -13,9 +13,16 @@ is QUERY-TAG-EXACT, a released command missing from a claim is
 RELEASE-NOT-COMPLETE. A check that cannot tell leaves the failure unblamed,
 and the report then marks the clauses it covers NOT VERIFIED, not FAIL.
 
-The model and its selection rules live in :mod:`._oracle_model`, the diagnosis of a wrong
-answer in :mod:`._oracle_culprits`; this module holds the checks and is the one to import
+The model and its selection rules live in :mod:`._model`, the diagnosis of a wrong
+answer in :mod:`._culprits`; this module holds the checks and is the one to import
 every name from.
+
+The part ``oracle`` (docs/architecture.md, "The parts") is what a right answer is and
+which clause a wrong one breaks: the model and these checks, the culprits, the probes that
+confirm a guessed culprit on a fresh store (:mod:`.confirm`), the ``chongming-blame:``
+note (:mod:`.blame`, which the report reads back), how a mismatch is described
+(:mod:`.assertions`) and how an error or a long text is shortened (:mod:`.messages`). It
+may import ``protocol`` only.
 """
 
 from __future__ import annotations

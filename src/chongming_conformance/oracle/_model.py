@@ -2,7 +2,7 @@
 a call picks.
 
 Split out of :mod:`chongming_conformance.oracle` because everything else builds on it: the
-checks there, the diagnosis in :mod:`._oracle_culprits`, the strategies that aim queries at
+checks there, the diagnosis in :mod:`._culprits`, the strategies that aim queries at
 stored tasks and the stress run's linearizability check all read the same ``Model``,
 ``matches`` and ``claimable``. It imports nothing of the kit but the data model, so any
 layer may use it. Import the names from :mod:`chongming_conformance.oracle`.

@@ -15,6 +15,9 @@ enough. Without a configured store it does nothing visible. With one it:
 
 Each hook here is a few lines; the logic lives in the modules named above.
 See docs/plugin.md for the options and the report schema.
+
+The part ``plugin`` (docs/architecture.md, "The parts") is the top layer: it may import
+every other part, and none imports it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,15 @@ A backend is any object with these methods and these semantics; nothing needs
 to inherit or register. ``runtime_checkable`` makes ``isinstance(x, TaskStore)``
 check that the names exist (not the signatures -- ``chongming_conformance.seam.factory``
 checks those and names any mismatch).
+
+The part ``protocol`` (docs/architecture.md, "The parts") is what a store is: this
+protocol, its records (:mod:`.model`), its errors (:mod:`.errors`), the row codec a store
+may reuse (:mod:`.codec`), the clause catalogue (:mod:`.clauses`), the capabilities a
+store declares (:mod:`.capabilities`) and the adversarial alphabet the text domain is
+drawn against (:mod:`.alphabet`). It is the bottom layer: it imports nothing else of the
+kit. This module, ``model``, ``errors`` and ``codec`` are what a store itself may import
+(the reference stores import nothing else at import time); ``chongming_conformance``
+re-exports their names.
 """
 
 from __future__ import annotations

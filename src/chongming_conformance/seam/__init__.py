@@ -23,6 +23,14 @@ Teardown always closes the store first (``store.close()``), then runs the
 factory's own teardown, so an author never has to remember ``close()``. The
 teardown is an ``ExitStack.close()``, never an ``__exit__`` with the test's
 exception: a context-manager factory cannot swallow a failing check.
+
+The part ``seam`` (docs/architecture.md, "The parts") is how the kit reaches a store: a
+``MODULE:ATTR`` spec (:mod:`.specs`) becomes a factory, a factory in any of its forms an
+open store or a shared-store opener (:mod:`.factory`); every call gets a deadline
+(:mod:`.timeouts`), a kept store is reset between uses (:mod:`.reuse`), the check bases
+open stores through :class:`StoreSeam` (here), a store's slow step sends notes back
+(:mod:`.progress`), and the commands' usage errors exit 4 (:mod:`.usage`). It may import
+``protocol``, ``oracle`` and ``report`` (the masking every usage error passes through).
 """
 
 from __future__ import annotations

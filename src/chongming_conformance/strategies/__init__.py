@@ -43,9 +43,15 @@ generating it would report bugs that are not bugs:
 * **limits** (:func:`limits`): 1 and up, never 0 -- what ``limit=0`` means is left open by
   the guide, and a store may refuse it.
 
-The strategies live in private sibling modules by what they draw (``_text_strategies``,
-``_time_strategies``, ``_number_strategies``, ``_record_strategies``,
-``_query_strategies``); this module is the one to import them from.
+The strategies live in private sibling modules by what they draw (``_text``, ``_time``,
+``_number``, ``_record``, ``_query``); this module is the one to import them from.
+
+The part ``strategies`` (docs/architecture.md, "The parts") holds the inputs: these
+strategies and their private modules, the boundary and collision pools they draw from
+(:mod:`.pools`), the fixed samples the contract tests use (:mod:`.samples`) and the saves
+that change one field with the reads each can affect (:mod:`.single_field`). It may import
+``protocol`` and ``oracle`` (a query aimed at the stored tasks uses the oracle's selection
+rules).
 """
 
 from __future__ import annotations

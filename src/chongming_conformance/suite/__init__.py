@@ -50,6 +50,10 @@ Cross-process bases take the shared opener instead::
 Accessors for suite code live in :mod:`chongming_conformance.suite._config`:
 ``store_factory()``, ``shared_store_factory()``, ``timeout()``,
 ``capabilities()``, ``timed()``, ``guarded()`` and the ``ConfiguredSeam`` mixin.
+
+The part ``suite`` (docs/architecture.md, "The parts") may import every part but
+``commands`` and ``plugin``; its node ids (``chongming_conformance/suite/test_*.py::...``)
+are in every report, so it stays where it is.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ may be kept or dropped (PRUNE-COMMANDS) -- the machine completes them (a no-op o
 a StoreError if they are gone: their ids are then unknown to the store) and adopts
 whatever a re-submit of their id shows.
 
-The machine is built in layers, each a private module with one job: ``_machine_inputs``
-(what it draws and sends), ``_machine_state`` (store, model, clock, declared clauses),
+The machine is built in layers, each a private module with one job: ``_inputs``
+(what it draws and sends), ``_state`` (store, model, clock, declared clauses),
 ``_task_rules`` and ``_command_rules`` (the rules by protocol group). This module adds the
 clock, prune and close rules and the invariant, and is the one to import from.
 """
