@@ -16,8 +16,8 @@ from chongming_conformance import (
     TaskQuery,
     TaskStatus,
     Transition,
-    codec,
 )
+from chongming_conformance.protocol import codec
 from chongming_conformance.strategies.samples import (
     KATHMANDU,
     at,
