@@ -24,9 +24,17 @@ Which fault clause each must fail, and only that one (tests/stress/test_fault_te
   written that is not there);
 * :class:`ReadBackInsert` -- XP-FAULT-SAFETY (an insert whose request was lost reported as
   created because another process inserted the same id);
-* :class:`SplitCreate` -- XP-FAULT-SAFETY (a create half done: the row without its tags);
+* :class:`PruneZeroOnError` -- XP-FAULT-SAFETY (a prune that deleted reported as having
+  deleted nothing);
 * :class:`CancelOnTimeout` -- XP-FAULT-NO-HANG (a cancel request where the socket should
   be cut: nothing to cancel on a blackhole, so the call waits for ever).
+
+No split create here (MariaDB has one, ``fault_stores_mariadb.SplitCreate``): the Postgres
+schema keeps a task's tags in its row, so a create split over two transactions (the row
+with no tags, then the tags) shows its half-done row to every reader, and the mixed
+workload's queries, which overlap other workers' creates, see it on a healthy network (red
+in 4 of 7 runs without faults). MariaDB's tag rows are read only by a query by tag, which
+no create overlaps.
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from chongming_conformance import Command, Progress, StoreError, TaskSnapshot, Transition
 from reference_stores.postgres import (
@@ -67,9 +74,9 @@ __all__ = [
     "EmptyClaimOnError",
     "NoClientTimeout",
     "OneConnection",
+    "PruneZeroOnError",
     "ReadBackInsert",
     "RetryingSave",
-    "SplitCreate",
     "SwallowingRelease",
     "SwallowingTouch",
     "SwallowingWrites",
@@ -77,9 +84,9 @@ __all__ = [
     "make_empty_claim_on_error",
     "make_no_client_timeout",
     "make_one_connection",
+    "make_prune_zero_on_error",
     "make_read_back_insert",
     "make_retrying_save",
-    "make_split_create",
     "make_swallowing_release",
     "make_swallowing_touch",
     "make_swallowing_writes",
@@ -346,35 +353,25 @@ class ReadBackInsert(PostgresTaskStore):
                             command.command_id)
 
 
-class SplitCreate(PostgresTaskStore):
-    """"Tags are written by ``set_tags``": the one function that writes the GIN-indexed
-    ``tags`` array (shared with the API that edits tags) runs after the INSERT, in its own
-    transaction -- ``create`` inserts the row with no tags (its status counters move in
-    the same transaction, by trigger), then sets them.
+class PruneZeroOnError(PostgresTaskStore):
+    """"Prune is housekeeping": when it fails, the store logs it and reports that nothing
+    was pruned ("the next run catches up; the cron job must not fail over it").
 
-    On a healthy network the second transaction always follows, so every create ends
-    complete (a reader that overlaps it may see it between the two, which only a reader
-    concurrent with the create could). When the second transaction's request is lost
-    (or its COMMIT never arrives) the create raises StoreError but leaves a task without
-    its tags for good: neither "not created" nor "created" -- a query by its tag misses
-    it, a ``get`` shows no tags. XP-FAULT-SAFETY. A correct store writes the row whole
-    in one transaction.
+    A prune whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut reply
+    after the commit) deleted its terminal tasks -- with their history and commands --
+    and says it deleted none: ``0`` is an answer, not an unknown effect, so the model
+    keeps tasks that every later query, ``get`` and ``counts()`` shows gone.
+    XP-FAULT-SAFETY. A correct store raises StoreError (unknown outcome).
     """
 
-    def _build_statements(self) -> None:
-        super()._build_statements()
-        self._sql_set_tags = sql.SQL(
-            "UPDATE {} SET tags = %(tags)s WHERE task_id = %(task_id)s").format(
-                _ident(self._schema, "tasks"))
-
-    def create(self, snapshot: TaskSnapshot) -> None:
-        super().create(snapshot.evolve(tags=frozenset()))
-        if snapshot.tags:
-            self._set_tags(snapshot.task_id, snapshot.tags)
-
-    def _set_tags(self, task_id: str, tags: frozenset[str]) -> None:
-        self._execute("create", self._sql_set_tags,
-                      {"tags": Jsonb(sorted(tags)), "task_id": task_id})
+    def prune(self, *, keep_terminal: int) -> int:
+        try:
+            return super().prune(keep_terminal=keep_terminal)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("prune failed, nothing pruned this time: %s", exc)
+            return 0  # the mistake modelled here
 
 
 class _CancellingWatchdog(_Watchdog):
@@ -507,8 +504,8 @@ def make_read_back_insert(network: Any = None) -> Generator[Callable[[], Any], N
     yield from _shared(ReadBackInsert, network)
 
 
-def make_split_create(network: Any = None) -> Generator[Callable[[], Any], None, None]:
-    yield from _shared(SplitCreate, network)
+def make_prune_zero_on_error(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(PruneZeroOnError, network)
 
 
 def make_cancel_on_timeout(network: Any = None) -> Generator[Callable[[], Any], None, None]:

@@ -26,6 +26,8 @@ Which fault clause each must fail, and only that one (tests/stress/test_fault_te
   created because another process inserted the same id);
 * :class:`SplitCreate` -- XP-FAULT-SAFETY (a create half done: the task without its
   ``task_tags`` rows, so a query by its tag misses it);
+* :class:`PruneZeroOnError` -- XP-FAULT-SAFETY (a prune that deleted reported as having
+  deleted nothing);
 * :class:`CancelOnTimeout` -- XP-FAULT-NO-HANG (``KILL QUERY`` where the connection should
   be dropped: nothing to kill on a blackhole, so the call waits for ever).
 """
@@ -67,6 +69,7 @@ __all__ = [
     "EmptyClaimOnError",
     "NoClientTimeout",
     "OneConnection",
+    "PruneZeroOnError",
     "ReadBackInsert",
     "RetryingSave",
     "SplitCreate",
@@ -77,6 +80,7 @@ __all__ = [
     "make_empty_claim_on_error",
     "make_no_client_timeout",
     "make_one_connection",
+    "make_prune_zero_on_error",
     "make_read_back_insert",
     "make_retrying_save",
     "make_split_create",
@@ -370,6 +374,27 @@ class SplitCreate(MariaDBTaskStore):
                        transaction=True)
 
 
+class PruneZeroOnError(MariaDBTaskStore):
+    """"Prune is housekeeping": when it fails, the store logs it and reports that nothing
+    was pruned ("the next run catches up; the cron job must not fail over it").
+
+    A prune whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut reply
+    after the commit of one of its batches) deleted terminal tasks -- with their tags,
+    history and commands -- and says it deleted none: ``0`` is an answer, not an unknown
+    effect, so the model keeps tasks that every later query, ``get`` and ``counts()``
+    shows gone. XP-FAULT-SAFETY. A correct store raises StoreError (unknown outcome).
+    """
+
+    def prune(self, *, keep_terminal: int) -> int:
+        try:
+            return super().prune(keep_terminal=keep_terminal)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("prune failed, nothing pruned this time: %s", exc)
+            return 0  # the mistake modelled here
+
+
 class _KillQueryPool(_Pool):
     """The reference pool, except that a call's wait for the server is bounded by a
     ``KILL QUERY`` instead of the socket's read and write timeouts: the timeouts bound
@@ -521,6 +546,10 @@ def make_read_back_insert(network: Any = None) -> Generator[Callable[[], Any], N
 
 def make_split_create(network: Any = None) -> Generator[Callable[[], Any], None, None]:
     yield from _shared(SplitCreate, network)
+
+
+def make_prune_zero_on_error(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(PruneZeroOnError, network)
 
 
 def make_cancel_on_timeout(network: Any = None) -> Generator[Callable[[], Any], None, None]:

@@ -65,7 +65,7 @@ TEETH = [
     Tooth("SwallowingRelease", _PG.make_swallowing_release, SAFETY, seeds=NEW_SEEDS),
     Tooth("SwallowingTouch", _PG.make_swallowing_touch, SAFETY, seeds=NEW_SEEDS),
     Tooth("ReadBackInsert", _PG.make_read_back_insert, SAFETY, seeds=NEW_SEEDS),
-    Tooth("SplitCreate", _PG.make_split_create, SAFETY, seeds=NEW_SEEDS),
+    Tooth("PruneZeroOnError", _PG.make_prune_zero_on_error, SAFETY, seeds=NEW_SEEDS),
     Tooth("CancelOnTimeout", _PG.make_cancel_on_timeout, NO_HANG, seeds=NEW_SEEDS),
     *(Tooth(f"mariadb-{name}", factory, clause, seeds=NEW_SEEDS, engine="mariadb")
       for name, factory, clause in (
@@ -77,6 +77,7 @@ TEETH = [
           ("SwallowingRelease", _MY.make_swallowing_release, SAFETY),
           ("SwallowingTouch", _MY.make_swallowing_touch, SAFETY),
           ("ReadBackInsert", _MY.make_read_back_insert, SAFETY),
+          ("PruneZeroOnError", _MY.make_prune_zero_on_error, SAFETY),
           ("SplitCreate", _MY.make_split_create, SAFETY),
           ("CancelOnTimeout", _MY.make_cancel_on_timeout, NO_HANG),
       )),
