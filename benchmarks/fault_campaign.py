@@ -37,7 +37,7 @@ for extra in (ROOT, ROOT / "tests" / "stress"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from chongming_conformance.capabilities import declared_capabilities  # noqa: E402
+from chongming_conformance.protocol.capabilities import declared_capabilities  # noqa: E402
 from chongming_conformance.stress import get_profile, run_all  # noqa: E402
 
 REFERENCE = {"sqlite": "reference_stores.sqlite:make_shared_store",

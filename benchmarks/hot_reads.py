@@ -70,8 +70,8 @@ def _running(n: int) -> frozenset[int]:
 def _rows(n: int) -> Iterator[dict[str, Any]]:
     """The benchmark's tasks as codec rows (SQLite column values)."""
     from chongming_conformance import TaskStatus
-    from chongming_conformance.codec import encode_dt, encode_tags
-    from chongming_conformance.samples import T0
+    from chongming_conformance.protocol.codec import encode_dt, encode_tags
+    from chongming_conformance.strategies.samples import T0
 
     running_ids = _running(n)
     for i in range(n):
@@ -104,7 +104,7 @@ def _rows(n: int) -> Iterator[dict[str, Any]]:
 @contextlib.contextmanager
 def sqlite_store(n: int) -> Iterator[Any]:
     sqlite_mod = importlib.import_module("reference_stores.sqlite")
-    from chongming_conformance.codec import SNAPSHOT_COLUMNS
+    from chongming_conformance.protocol.codec import SNAPSHOT_COLUMNS
 
     with tempfile.TemporaryDirectory(prefix="chongming-bench-") as directory:
         store = sqlite_mod.SqliteTaskStore(Path(directory) / "tasks.db")
@@ -125,7 +125,7 @@ def postgres_store(n: int) -> Iterator[Any]:
     import psycopg
     from psycopg import sql
 
-    from chongming_conformance.codec import SNAPSHOT_COLUMNS, decode_dt
+    from chongming_conformance.protocol.codec import SNAPSHOT_COLUMNS, decode_dt
 
     pg = importlib.import_module("reference_stores.postgres")
     dsn = os.environ.get("CHONGMING_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -162,7 +162,7 @@ def postgres_store(n: int) -> Iterator[Any]:
 def mariadb_store(n: int) -> Iterator[Any]:
     from datetime import UTC
 
-    from chongming_conformance.codec import SNAPSHOT_COLUMNS, decode_dt
+    from chongming_conformance.protocol.codec import SNAPSHOT_COLUMNS, decode_dt
 
     mdb = importlib.import_module("reference_stores.mariadb")
     schema = importlib.import_module("reference_stores.mariadb_schema")

@@ -30,8 +30,8 @@ import sys
 import time
 from typing import Any
 
-from chongming_conformance.errors import ConcurrencyConflict, StoreError
-from chongming_conformance.model import Progress
+from chongming_conformance.protocol.errors import ConcurrencyConflict, StoreError
+from chongming_conformance.protocol.model import Progress
 from chongming_conformance.stress import StressProfile, enter_shared, run_scenario
 from chongming_conformance.stress.lincheck import Call, Outcome, check, read_history
 from chongming_conformance.stress.records import at, command, task, transition

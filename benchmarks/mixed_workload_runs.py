@@ -40,7 +40,7 @@ for extra in (ROOT, ROOT / "tests" / "stress"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from chongming_conformance.factory import enter_opener  # noqa: E402
+from chongming_conformance.seam.factory import enter_opener  # noqa: E402
 from chongming_conformance.stress import get_profile, run_scenario  # noqa: E402
 
 REFERENCE = {"sqlite": "reference_stores.sqlite", "postgres": "reference_stores.postgres",

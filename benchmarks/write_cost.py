@@ -46,7 +46,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))  # run from a checkout
 
 from chongming_conformance import TaskStatus  # noqa: E402
-from chongming_conformance.samples import T0, at, command, snapshot  # noqa: E402
+from chongming_conformance.strategies.samples import T0, at, command, snapshot  # noqa: E402
 
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 SQLITE_DIR: str | None = None  # --sqlite-dir; None = the system temp directory

@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     SAVE_COLUMNS,
     command_to_row,
     decode_dt,
@@ -51,8 +51,8 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.errors import ConcurrencyConflict, StoreError
-from chongming_conformance.model import (
+from chongming_conformance.protocol.errors import ConcurrencyConflict, StoreError
+from chongming_conformance.protocol.model import (
     Command,
     Progress,
     TaskQuery,

@@ -139,7 +139,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,

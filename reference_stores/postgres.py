@@ -63,7 +63,7 @@ What it guarantees, and why:
 
 To copy it: take this file and ``postgres_schema.py``; keep the statements,
 change the table layout if you must (the column names come from
-``chongming_conformance.codec``), and keep the ``_connection`` wrapper that
+``chongming_conformance.protocol.codec``), and keep the ``_connection`` wrapper that
 turns driver errors into StoreError. The SQL and the reasoning are in
 docs/postgres.md. The factories the kit runs it through (``make_store``,
 ``reset_store`` and ``make_shared_store``, at the bottom) read the DSN from the
@@ -118,7 +118,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,
@@ -899,7 +899,7 @@ def _note(text: str) -> None:
     factory runs, so the store and its schema module import nothing of the kit's
     plumbing: a copy of them in a production store keeps only the public model.
     """
-    from chongming_conformance.progress import note
+    from chongming_conformance.seam.progress import note
 
     note(text)
 

@@ -29,7 +29,7 @@ stay flat from 10k to 1M tasks (docs/benchmarks.md).
 
 Copying it: the schema, the one-statement ``save``, the ``claim`` statement and
 the ``prune`` transaction are the parts that carry the contract; the rest is
-plumbing through ``chongming_conformance.codec``.
+plumbing through ``chongming_conformance.protocol.codec``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,

@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 
-from chongming_conformance import reuse
+from chongming_conformance.seam import reuse
 
 pytest.register_assert_rewrite(
-    "chongming_conformance.contract",
-    "chongming_conformance.properties",
-    "chongming_conformance.stateful",
+    "chongming_conformance.checks.contract",
+    "chongming_conformance.checks.properties",
+    "chongming_conformance.checks.stateful",
     "chongming_conformance.oracle",
 )
 
@@ -153,7 +153,7 @@ def _close_kept_stores() -> None:
     """Close the stores the kit's reuse seam keeps for this process, as a kit run does last.
 
     ``StoreContract`` subclasses with a ``reset_function`` keep their stores open between
-    tests (``chongming_conformance.reuse``); the plugin closes them at session finish, but
+    tests (``chongming_conformance.seam.reuse``); the plugin closes them at session finish, but
     only in a kit run (``--chongming-store``), which this project's own runs are not --
     so nothing else ever would. ``shutdown()`` per reuser, not ``reuse.shutdown_all()``:
     the registry and its counts stay, for a kit run's report to read afterwards.

@@ -12,7 +12,7 @@ import random
 from collections import Counter
 
 from chongming_conformance import ConcurrencyConflict, TaskStatus, TaskStore
-from chongming_conformance.samples import at, snapshot
+from chongming_conformance.strategies.samples import at, snapshot
 
 STATUSES = list(TaskStatus)
 

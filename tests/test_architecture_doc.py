@@ -2,7 +2,8 @@
 
 The page answers "where do I go to add X" with paths; a rename that forgets the
 page would send a newcomer to a file that is gone. Paths are resolved against
-the package, the repository root and tests/, in that order.
+the package, the repository root, tests/ and the parts. Its table of parts has a
+row for every part, and the top of the package stays at most 15 entries.
 """
 
 from __future__ import annotations
@@ -23,9 +24,24 @@ def _named_paths() -> list[str]:
 
 
 def _exists(name: str) -> bool:
-    groups = ("report", "plugin", "contract", "attest")
+    groups = ("report", "plugin", "attest", "checks", "checks/contract", "oracle", "seam",
+              "strategies", "protocol", "commands")
     bases = (PACKAGE, ROOT, ROOT / "tests", *(PACKAGE / group for group in groups))
     return any((base / name).exists() for base in bases)
+
+
+def test_the_table_names_every_part() -> None:
+    """One row per part: every package at the top of the kit is in the table of parts."""
+    text = DOC.read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| \w+ \| `(\w+)/` \|", text, flags=re.MULTILINE))
+    parts = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert rows == parts
+
+
+def test_the_top_level_stays_small() -> None:
+    """At most 15 entries at the top of the package (issue 43): new modules go into a part."""
+    entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
+    assert len(entries) <= 15, entries
 
 
 def test_the_page_names_paths() -> None:

@@ -1,4 +1,4 @@
-"""The scale probe (``chongming_conformance.bench``).
+"""The scale probe (``chongming_conformance.commands.bench``).
 
 Wall-clock growth is noisy, so nothing here asserts a timing. The growth
 computation is pinned with an injected clock that counts rows read instead of
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from chongming_conformance import TaskQuery, TaskSnapshot, TaskStatus
-from chongming_conformance.bench import (
+from chongming_conformance.commands.bench import (
     HotCall,
     format_table,
     hot_calls,
@@ -28,7 +28,7 @@ from chongming_conformance.bench import (
     resolve_factory,
     run_probe,
 )
-from chongming_conformance.samples import T0
+from chongming_conformance.strategies.samples import T0
 from reference_stores.memory import InMemoryTaskStore, make_store
 
 LABELS = [call.label for call in hot_calls()]
@@ -189,7 +189,7 @@ def test_sizes_must_be_positive() -> None:
 def test_cli_bench_subcommand_prints_the_growth_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from chongming_conformance import cli
+    from chongming_conformance.commands import cli
 
     status = cli.main(["bench", "reference_stores.memory:make_store", "--sizes", "20,40",
                        "--samples", "3"])

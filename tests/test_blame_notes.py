@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 
-from chongming_conformance.blame import BLAME_NOTE, blame, parse_blames
+from chongming_conformance.oracle.blame import BLAME_NOTE, blame, parse_blames
 
 
 def _as_pytest_prints(exc: BaseException) -> str:

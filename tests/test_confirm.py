@@ -15,10 +15,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import broken_stores
 import pytest
 
-from chongming_conformance import confirm
-from chongming_conformance.model import TaskQuery, TaskSnapshot, TaskStatus
-from chongming_conformance.oracle import query_culprits
+from chongming_conformance.oracle import confirm, query_culprits
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot, TaskStatus
 from reference_stores.memory import InMemoryTaskStore
 
 KATHMANDU = timezone(timedelta(hours=5, minutes=45))

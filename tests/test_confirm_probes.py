@@ -23,10 +23,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_confirm import MIXED_ZONES
 
-from chongming_conformance import confirm
-from chongming_conformance.errors import StoreError
-from chongming_conformance.model import Command, CommandKind, TaskSnapshot, TaskStatus, Transition
+from chongming_conformance.oracle import confirm
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.errors import StoreError
+from chongming_conformance.protocol.model import (
+    Command,
+    CommandKind,
+    TaskSnapshot,
+    TaskStatus,
+    Transition,
+)
 from reference_stores.memory import InMemoryTaskStore
 
 #: The last instant a signed 32-bit Unix time holds (MySQL/MariaDB ``TIMESTAMP``).

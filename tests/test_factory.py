@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chongming_conformance.factory import (
+from chongming_conformance.seam.factory import (
     StoreShapeError,
     enter_opener,
     enter_store,
@@ -89,7 +89,7 @@ def test_picklability_uses_the_harness_pickler() -> None:
 def test_a_wrong_default_is_a_protocol_mismatch_and_a_loose_signature_only_advice() -> None:
     from broken_stores import ClaimLimitDefaultThree, ExpectVersionNotKeywordOnly
 
-    from chongming_conformance.factory import protocol_mismatches, signature_advisories
+    from chongming_conformance.seam.factory import protocol_mismatches, signature_advisories
 
     assert protocol_mismatches(ClaimLimitDefaultThree()) == [
         "claim_commands() defaults 'limit' to 3; the protocol's default is 50"
@@ -109,7 +109,7 @@ def test_signature_checks_are_remembered_per_class_not_per_object(
     while a method replaced on one instance is still inspected on its own."""
     from broken_stores import ClaimLimitDefaultThree
 
-    from chongming_conformance import factory
+    from chongming_conformance.seam import factory
 
     inspected: list[str] = []
     real = factory._uncached_signature_problems

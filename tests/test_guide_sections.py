@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from chongming_conformance.clauses import CLAUSES, GUIDE, GUIDE_SECTIONS
+from chongming_conformance.protocol.clauses import CLAUSES, GUIDE, GUIDE_SECTIONS
 from chongming_conformance.report.catalogue import render_catalogue
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from chongming_conformance import StoreError, TaskStatus
-from chongming_conformance.clauses import checks
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.samples import at, command, snapshot, transition
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.protocol.clauses import checks
+from chongming_conformance.strategies.samples import at, command, snapshot, transition
 from reference_stores import jsonfile
 from reference_stores.jsonfile import JsonFileTaskStore
 
@@ -52,9 +52,9 @@ def test_template_imports_only_model_errors_and_codec() -> None:
         and node.module.split(".")[0] in ("chongming_conformance", "reference_stores")
     }
     assert kit_imports == {
-        "chongming_conformance.model",
-        "chongming_conformance.errors",
-        "chongming_conformance.codec",
+        "chongming_conformance.protocol.model",
+        "chongming_conformance.protocol.errors",
+        "chongming_conformance.protocol.codec",
     }
     assert JsonFileTaskStore.__bases__ == (object,)
 

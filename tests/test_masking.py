@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from chongming_conformance.report.masking import mask_all, mask_secrets, masked_logging
-from chongming_conformance.specs import SpecError, open_check
+from chongming_conformance.seam.specs import SpecError, open_check
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from chongming_conformance import StoreError
-from chongming_conformance.messages import (
+from chongming_conformance.oracle.messages import (
     ELLIPSIS,
     elide,
     elide_start,

@@ -16,9 +16,9 @@ from chongming_conformance import (
     TaskQuery,
     TaskStatus,
     Transition,
-    codec,
 )
-from chongming_conformance.samples import (
+from chongming_conformance.protocol import codec
+from chongming_conformance.strategies.samples import (
     KATHMANDU,
     at,
     full_command,

@@ -45,6 +45,19 @@ def test_wheel_holds_every_module_and_the_suite(wheel: zipfile.ZipFile) -> None:
     assert "chongming_conformance/suite/test_stress.py" in names
 
 
+def test_wheel_holds_the_package_data(wheel: zipfile.ZipFile) -> None:
+    """The files beside the modules (the HTML report's stylesheet and script, py.typed)."""
+    package = ROOT / "src" / "chongming_conformance"
+    data = {
+        p.relative_to(ROOT / "src").as_posix() for p in package.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    }
+    assert {"chongming_conformance/report/assets/report.css",
+            "chongming_conformance/report/assets/report.js",
+            "chongming_conformance/py.typed"} <= data
+    assert sorted(data - set(wheel.namelist())) == []
+
+
 def test_wheel_carries_the_guide_clauses_cite(wheel: zipfile.ZipFile) -> None:
     packaged = wheel.read("chongming_conformance/backend-guide.md").decode("utf-8")
     assert packaged == (ROOT / "docs" / "backend-guide.md").read_text(encoding="utf-8")
@@ -55,7 +68,8 @@ def test_wheel_registers_the_plugin_and_the_cli(wheel: zipfile.ZipFile) -> None:
     parser = configparser.ConfigParser()
     parser.read_string(wheel.read(entry_points).decode("utf-8"))
     assert parser["pytest11"]["chongming"] == "chongming_conformance.plugin"
-    assert parser["console_scripts"]["chongming-conformance"] == "chongming_conformance.cli:main"
+    assert (parser["console_scripts"]["chongming-conformance"]
+            == "chongming_conformance.commands.cli:main")
 
 
 def test_wheel_metadata_offers_the_optional_extras(wheel: zipfile.ZipFile) -> None:

@@ -5,9 +5,10 @@
 progress notes would drag the conformance kit into production and break whenever the kit
 reorganises its internals. So every ``reference_stores/*.py`` may import, of the kit:
 
-* the public modules ``chongming_conformance.model``, ``.protocol``, ``.errors`` and
-  ``.codec``, and the names ``chongming_conformance`` re-exports from them;
-* the kit's seams a factory hands to the kit (``.progress`` for progress notes,
+* the public modules ``chongming_conformance.protocol`` and its ``.model``, ``.errors`` and
+  ``.codec`` (not the rest of that package: the catalogue, capabilities and alphabet are the
+  kit's), and the names ``chongming_conformance`` re-exports from them;
+* the kit's seams a factory hands to the kit (``.seam.progress`` for progress notes,
   ``.faults`` for ``chongming_deployment()``'s ``Deployment``) only inside a function
   -- imported when the kit calls it, never when the store is imported -- or under
   ``if TYPE_CHECKING:``.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,25 +34,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chongming_conformance
-from chongming_conformance import codec, errors, model, protocol
+from chongming_conformance import protocol
+from chongming_conformance.protocol import codec, errors, model
 
 ROOT = Path(__file__).resolve().parent.parent
 STORES = sorted((ROOT / "reference_stores").glob("*.py"))
 
 KIT = "chongming_conformance"
 #: The public modules a copied store may import.
-PUBLIC = frozenset(f"{KIT}.{m}" for m in ("model", "protocol", "errors", "codec"))
+PUBLIC = frozenset({f"{KIT}.protocol",
+                    *(f"{KIT}.protocol.{m}" for m in ("model", "errors", "codec"))})
+#: The other modules of the ``protocol`` package: the kit's, not a copied store's.
+PRIVATE_SIBLINGS = frozenset(
+    f"{KIT}.protocol.{info.name}" for info in pkgutil.iter_modules(protocol.__path__)
+) - PUBLIC
 #: What ``from chongming_conformance import ...`` may take: the re-exports of those modules.
 PUBLIC_NAMES = frozenset(chongming_conformance.__all__) & frozenset(
     name for module in (model, protocol, errors, codec) for name in module.__all__
 )
 #: The kit's seams, importable only where the kit calls the store's factory module.
-SEAMS = frozenset({f"{KIT}.progress", f"{KIT}.faults"})
+SEAMS = frozenset({f"{KIT}.seam.progress", f"{KIT}.faults"})
 _DYNAMIC = frozenset({"import_module", "__import__"})
 
 
 def _public(module: str) -> bool:
-    return module in PUBLIC or any(module.startswith(f"{p}.") for p in PUBLIC)
+    return module in PUBLIC
 
 
 def _seam(module: str) -> bool:
@@ -124,7 +132,12 @@ def kit_import_problems(source: str, filename: str) -> list[str]:
             if not names or bad:
                 problems.append(f"{where} -- {', '.join(bad) or KIT} is not the public model, "
                                 "protocol, errors or codec")
-        elif _public(module) or (_seam(module) and deferred):
+        elif _public(module):
+            private = [n for n in names if f"{module}.{n}" in PRIVATE_SIBLINGS]
+            if private:
+                problems.append(f"{where} -- {', '.join(private)} is not the public model, "
+                                "protocol, errors or codec")
+        elif _seam(module) and deferred:
             continue
         elif _seam(module):
             problems.append(f"{where} -- {module} is a kit seam: import it inside the function "
@@ -146,7 +159,7 @@ def test_every_template_imports_only_the_public_model() -> None:
 #: The rule bites: each of these was in a template before issue 33, or is a way around it.
 SHOULD_FAIL = {
     "report": "from chongming_conformance.report.masking import mask_secrets",
-    "seam at import": "from chongming_conformance.progress import note as progress_note",
+    "seam at import": "from chongming_conformance.seam.progress import note as progress_note",
     "faults at import": "from chongming_conformance.faults import Deployment",
     "plain import": "import chongming_conformance.report.masking",
     "top-level non-public": "from chongming_conformance import StoreError, CLAUSES",
@@ -157,13 +170,15 @@ SHOULD_FAIL = {
     "else of TYPE_CHECKING": "if TYPE_CHECKING:\n    pass\nelse:\n"
                              "    from chongming_conformance.faults import Deployment",
     "outside the package": "from .. import something",
+    "protocol's catalogue": "from chongming_conformance.protocol.clauses import CLAUSES",
+    "protocol's catalogue by name": "from chongming_conformance.protocol import clauses",
 }
 SHOULD_PASS = {
     "top-level public": "from chongming_conformance import StoreError, TaskSnapshot, TaskStore",
-    "public modules": "from chongming_conformance.codec import encode_dt\n"
-                      "from chongming_conformance.errors import StoreError\n"
-                      "import chongming_conformance.model",
-    "public module by name": "from chongming_conformance import codec",
+    "public modules": "from chongming_conformance.protocol.codec import encode_dt\n"
+                      "from chongming_conformance.protocol.errors import StoreError\n"
+                      "import chongming_conformance.protocol.model",
+    "public module by name": "from chongming_conformance.protocol import codec",
     "seam in a function": "def chongming_deployment():\n"
                           "    from chongming_conformance.faults import Deployment",
     "seam for the type checker": "if TYPE_CHECKING:\n"
@@ -187,7 +202,7 @@ def test_the_rule_lets_the_public_model_and_deferred_seams_through(source: str) 
 
 _LOADED = """
 import importlib, json, sys
-import chongming_conformance.codec
+import chongming_conformance.protocol.codec
 base = set(sys.modules)
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(m for m in set(sys.modules) - base if m.startswith("chongming"))))

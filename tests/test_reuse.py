@@ -1,4 +1,4 @@
-"""The reset_store seam (chongming_conformance.reuse): one store per process, emptied and
+"""The reset_store seam (chongming_conformance.seam.reuse): one store per process, emptied and
 checked between uses; never a store that was closed, cut off, or not emptied."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import settings
 
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.properties import StoreProperties
-from chongming_conformance.reuse import (
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checks.properties import StoreProperties
+from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.seam.reuse import (
     StoreReuse,
     StoreReuseError,
     check_reset,
     leftovers,
     shutdown_all,
 )
-from chongming_conformance.samples import command, snapshot
-from chongming_conformance.stateful import StoreStateMachineTests
-from chongming_conformance.timeouts import StoreCallTimeout, unwrap
+from chongming_conformance.seam.timeouts import StoreCallTimeout, unwrap
+from chongming_conformance.strategies.samples import command, snapshot
 from reference_stores.memory import InMemoryTaskStore
 
 FEW = settings(max_examples=15, stateful_step_count=20, deadline=None, database=None,
@@ -65,7 +65,7 @@ class Counting:
         self.torn_down += 1
 
     def reuser(self, reset: Any = empty_it) -> StoreReuse:
-        from chongming_conformance.factory import enter_store
+        from chongming_conformance.seam.factory import enter_store
 
         return StoreReuse(lambda stack: enter_store(self.make, stack), reset, "reset_store")
 
@@ -151,7 +151,7 @@ def test_check_reset_proves_the_seam_on_a_populated_store() -> None:
 
 
 def test_the_store_seen_by_a_check_has_the_stores_signatures() -> None:
-    from chongming_conformance.factory import protocol_mismatches
+    from chongming_conformance.seam.factory import protocol_mismatches
 
     factory = Counting()
     with contextlib.ExitStack() as stack:

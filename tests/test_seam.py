@@ -13,13 +13,13 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.properties import StoreProperties
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checks.properties import StoreProperties
+from chongming_conformance.checks.stateful import StoreStateMachineTests
 from chongming_conformance.protocol import TaskStore
-from chongming_conformance.samples import snapshot
 from chongming_conformance.seam import OPEN_STEP, TEARDOWN_STEP, StoreSeam
-from chongming_conformance.stateful import StoreStateMachineTests
-from chongming_conformance.timeouts import TimeoutProxy, unwrap
+from chongming_conformance.seam.timeouts import TimeoutProxy, unwrap
+from chongming_conformance.strategies.samples import snapshot
 from reference_stores.memory import InMemoryTaskStore
 
 T = TypeVar("T")

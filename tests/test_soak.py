@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from chongming_conformance.soak import parse_duration
+from chongming_conformance.commands.soak import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 STRESS = ROOT / "tests" / "stress"
@@ -26,7 +26,7 @@ STRESS = ROOT / "tests" / "stress"
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "chongming_conformance.cli", *args], cwd=tmp_path,
+        [sys.executable, "-m", "chongming_conformance.commands.cli", *args], cwd=tmp_path,
         capture_output=True, text=True, timeout=600,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(tmp_path), str(STRESS), str(ROOT), os.environ.get("PYTHONPATH", "")])})
@@ -87,7 +87,7 @@ def test_a_broken_store_stops_the_soak_with_a_replay_that_fails_through_the_plug
 
 def test_sigterm_stops_the_soak_with_the_summary_of_what_ran(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chongming_conformance.cli", "soak",
+        [sys.executable, "-m", "chongming_conformance.commands.cli", "soak",
          "reference_stores.sqlite:make_store", "--for", "10m", "--no-hypothesis",
          "--json", "soak.json"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -29,16 +29,16 @@ from chongming_conformance import (
     TaskQuery,
     TaskStatus,
 )
-from chongming_conformance.clauses import checks
-from chongming_conformance.codec import (
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.protocol.clauses import checks
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     LEASE_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,
     TRANSITION_COLUMNS,
 )
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.samples import at, command, snapshot, transition
+from chongming_conformance.strategies.samples import at, command, snapshot, transition
 from reference_stores import sqlite as sqlite_store
 from reference_stores.sqlite import SqliteTaskStore
 

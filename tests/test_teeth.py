@@ -31,12 +31,12 @@ from broken_stores import (
 )
 from hypothesis import settings
 
-from chongming_conformance import contract as contract_package
-from chongming_conformance.alphabet import ESCAPED_CHARACTERS
-from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.hypothesis_profiles import load_profile
+from chongming_conformance.checks import contract as contract_package
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checks.hypothesis_profiles import load_profile
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.alphabet import ESCAPED_CHARACTERS
+from chongming_conformance.protocol.clauses import CLAUSES, Scope, clauses_of
 from reference_stores.memory import InMemoryTaskStore
 
 #: The contract's own source files (one module per protocol group).

@@ -6,9 +6,10 @@ see README.md and docs/ for the rest.
 
 from __future__ import annotations
 
-from .clauses import CATALOGUE_VERSION, CLAUSES, Clause, Level, Scope, checks
-from .errors import ConcurrencyConflict, StoreError
-from .model import (
+from .protocol import PROTOCOL_METHODS, TaskStore
+from .protocol.clauses import CATALOGUE_VERSION, CLAUSES, Clause, Level, Scope, checks
+from .protocol.errors import ConcurrencyConflict, StoreError
+from .protocol.model import (
     TERMINAL_STATUSES,
     Command,
     CommandKind,
@@ -19,7 +20,6 @@ from .model import (
     TaskStatus,
     Transition,
 )
-from .protocol import PROTOCOL_METHODS, TaskStore
 
 __version__ = "0.1.0"
 

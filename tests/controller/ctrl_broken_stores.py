@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chongming_conformance import Command, TaskSnapshot
-from chongming_conformance.codec import COMMAND_COLUMNS, encode_dt, row_to_command
+from chongming_conformance.protocol.codec import COMMAND_COLUMNS, encode_dt, row_to_command
 from reference_stores.sqlite import SqliteTaskStore
 
 

@@ -37,10 +37,10 @@ from broken_stores import (
     SaveWritesLease,
 )
 
-from chongming_conformance.clauses import clauses_of
+from chongming_conformance.checks.controller import ControllerContract
 from chongming_conformance.controller import Controller, ManualClock
-from chongming_conformance.controller_checks import ControllerContract
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.clauses import clauses_of
 
 IN_PROCESS = [
     ("CTRL-RESTART-RECOVERY", SaveWritesLease),
@@ -80,7 +80,7 @@ def assert_caught(clause_id: str, what: str, failures: dict[str, BaseException |
     for exc in caught.values():
         assert isinstance(exc, AssertionError), f"{what} crashed the check: {exc!r}"
         frames = traceback.extract_tb(exc.__traceback__)
-        assert any("controller_checks" in f.filename for f in frames), (
+        assert any("/checks/controller/" in f.filename for f in frames), (
             f"{what} failed outside the controller checks: {exc!r}")
 
 

@@ -23,6 +23,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
+from chongming_conformance.checks.controller import FaultyStore
 from chongming_conformance.controller import (
     BucketPolicy,
     Controller,
@@ -32,7 +33,6 @@ from chongming_conformance.controller import (
     TaskContext,
     assert_policies_agree,
 )
-from chongming_conformance.controller_checks import FaultyStore
 from chongming_conformance.protocol import TaskStore
 from reference_stores.memory import InMemoryTaskStore
 

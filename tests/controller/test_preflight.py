@@ -1,4 +1,4 @@
-"""controller_checks.preflight: a controller check's failure is a knock-on only when a
+"""checks.controller.preflight: a controller check's failure is a knock-on only when a
 foundation call is broken on a fresh store; the traps stay the controller clause's own."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from broken_stores import (
     TruncatesMicroseconds,
 )
 
-from chongming_conformance.blame import BLAME_NOTE, blame, notes_blame
-from chongming_conformance.controller_checks.preflight import FOUNDATION, explain, preflight
-from chongming_conformance.factory import enter_store
-from chongming_conformance.model import TaskQuery, TaskSnapshot
+from chongming_conformance.checks.controller.preflight import FOUNDATION, explain, preflight
+from chongming_conformance.oracle.blame import BLAME_NOTE, blame, notes_blame
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot
+from chongming_conformance.seam.factory import enter_store
 from reference_stores import memory, sqlite
 
 

@@ -38,7 +38,7 @@ import pytest
 from mariadb_driver import mschema, mstore, pymysql
 
 from chongming_conformance import ConcurrencyConflict, StoreError, TaskQuery, TaskStatus
-from chongming_conformance.samples import at, command, snapshot
+from chongming_conformance.strategies.samples import at, command, snapshot
 
 pytestmark = pytest.mark.mariadb
 

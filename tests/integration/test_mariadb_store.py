@@ -62,9 +62,9 @@ from chongming_conformance import (
     TaskStatus,
     checks,
 )
-from chongming_conformance.alphabet import C0_CONTROLS
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.samples import at, command, snapshot, transition
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.protocol.alphabet import C0_CONTROLS
+from chongming_conformance.strategies.samples import at, command, snapshot, transition
 
 pytestmark = pytest.mark.mariadb
 
@@ -398,7 +398,7 @@ def test_eight_consumers_claim_each_command_exactly_once(mariadb_dsn: str, datab
 # processes), then claims and completes until nothing is left and prints the ids.
 _CLAIM_WORKER = """
 import base64, json, os, pickle, sys
-from chongming_conformance.samples import at
+from chongming_conformance.strategies.samples import at
 store = pickle.loads(base64.b64decode(sys.argv[1]))()
 store.counts()
 print("ready", flush=True)

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from chongming_conformance import StoreError
-from chongming_conformance.samples import snapshot
+from chongming_conformance.strategies.samples import snapshot
 
 CALL_TIMEOUT = 2.0  # the stores of (iii)
 SLACK = 3.0  # (iii): a blackholed call must end within CALL_TIMEOUT + SLACK

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from chongming_conformance import TaskQuery, TaskStatus
-from chongming_conformance.samples import at, snapshot
+from chongming_conformance.strategies.samples import at, snapshot
 
 try:
     import psycopg

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from chongming_conformance import ConcurrencyConflict, StoreError, TaskQuery, TaskStatus
-from chongming_conformance.samples import at, command, snapshot
+from chongming_conformance.strategies.samples import at, command, snapshot
 
 try:
     import psycopg

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chongming_conformance import Command, StoreError, TaskQuery, TaskSnapshot
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SNAPSHOT_COLUMNS,
     encode_dt,

@@ -28,8 +28,8 @@ from chongming_conformance import (
     TaskSnapshot,
     TaskStatus,
 )
-from chongming_conformance.factory import protocol_mismatches, signature_advisories
-from chongming_conformance.samples import at, command, snapshot, transition
+from chongming_conformance.seam.factory import protocol_mismatches, signature_advisories
+from chongming_conformance.strategies.samples import at, command, snapshot, transition
 from reference_stores.memory import InMemoryTaskStore
 from reference_stores.sqlite import SqliteTaskStore
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chongming_conformance.capabilities import Capabilities
+from chongming_conformance.protocol.capabilities import Capabilities
 from chongming_conformance.report import (
     FAIL,
     NOT_VERIFIED,
@@ -73,7 +73,7 @@ def test_every_blame_note_is_parsed_in_first_seen_order_without_repeats() -> Non
 
 def test_every_leaf_of_an_exception_group_is_attributed() -> None:
     """Hypothesis reports two distinct failures as one ExceptionGroup: both blames count."""
-    from chongming_conformance.blame import blame, failure_blames
+    from chongming_conformance.oracle.blame import blame, failure_blames
 
     lease, release, bare = AssertionError("lease"), AssertionError("release"), KeyError("x")
     blame(lease, ("SAVE-KEEPS-LEASE",))
@@ -84,7 +84,7 @@ def test_every_leaf_of_an_exception_group_is_attributed() -> None:
 
 
 def test_a_blame_on_the_cause_counts_for_the_exception_raised_from_it() -> None:
-    from chongming_conformance.blame import blame, failure_blames
+    from chongming_conformance.oracle.blame import blame, failure_blames
 
     cause = AssertionError("inner")
     blame(cause, ("CLOSE-IDEMPOTENT",))

@@ -87,7 +87,7 @@ def test_thorough_profile_announces_each_hypothesis_test(pytester: pytest.Pytest
 
 
 def test_a_store_factory_can_note_a_long_step_on_the_terminal(pytester: pytest.Pytester) -> None:
-    """chongming_conformance.progress.note from a factory (the Postgres store notes its
+    """chongming_conformance.seam.progress.note from a factory (the Postgres store notes its
     schema install this way) is shown while the test runs, capture notwithstanding."""
     pytester.makepyfile(
         slowstore="""

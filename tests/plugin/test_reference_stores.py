@@ -17,8 +17,8 @@ import reference_stores
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
 from chongming_conformance.attest import verify_statement
 from chongming_conformance.attest.intoto import statement_problems
-from chongming_conformance.clauses import FAULT_MODES_NEEDED
-from chongming_conformance.contract import StoreContract
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.protocol.clauses import FAULT_MODES_NEEDED
 from chongming_conformance.suite import SUITE_DIR, suite_files
 
 CONTRACT_TESTS = len([name for name in dir(StoreContract) if name.startswith("test_")])
@@ -121,7 +121,7 @@ def _attestation_verifies_until_the_store_changes(out: Path, doc: dict[str, Any]
 
     def verify() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "chongming_conformance.cli", "verify",
+            [sys.executable, "-m", "chongming_conformance.commands.cli", "verify",
              str(out / "statement.json")],
             env={**os.environ, "PYTHONPATH": str(out / "site")}, capture_output=True,
             text=True, timeout=120, check=False,

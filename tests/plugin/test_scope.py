@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import load_report, run
 
-from chongming_conformance.clauses import FAULT_MODES_NEEDED
+from chongming_conformance.protocol.clauses import FAULT_MODES_NEEDED
 
 #: Loaded with ``-p spawn_guard``: any process started in the run fails the test that
 #: starts it (multiprocess is what the stress harness and the XP-CTRL checks use).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from plugin_helpers import clause, load_report, run, table_outcome
 
-from chongming_conformance.clauses import CLAUSES, Scope
+from chongming_conformance.protocol.clauses import CLAUSES, Scope
 
 XP = sorted(c.id for c in CLAUSES.values() if c.scope is Scope.CROSS_PROCESS)
 
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from chongming_conformance import ConcurrencyConflict
-from chongming_conformance.codec import SAVE_COLUMNS, snapshot_to_row
+from chongming_conformance.protocol.codec import SAVE_COLUMNS, snapshot_to_row
 from reference_stores.sqlite import SqliteTaskStore
 
 

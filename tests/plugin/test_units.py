@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from chongming_conformance import CLAUSES, Scope
-from chongming_conformance.capabilities import Capabilities, CapabilityError, parse_capabilities
-from chongming_conformance.factory import protocol_mismatches
 from chongming_conformance.plugin.harvest import hypothesis_info
 from chongming_conformance.protocol import TaskStore
+from chongming_conformance.protocol.capabilities import (
+    Capabilities,
+    CapabilityError,
+    parse_capabilities,
+)
 from chongming_conformance.report import (
     REPORT_SCHEMA,
     TestResult,
@@ -22,7 +25,8 @@ from chongming_conformance.report import (
     mask_secrets,
     validate_report,
 )
-from chongming_conformance.timeouts import StoreCallTimeout, TimeoutProxy, call_with_timeout
+from chongming_conformance.seam.factory import protocol_mismatches
+from chongming_conformance.seam.timeouts import StoreCallTimeout, TimeoutProxy, call_with_timeout
 from reference_stores.memory import InMemoryTaskStore
 
 # -- masking -----------------------------------------------------------------------------

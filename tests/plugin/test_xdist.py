@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from plugin_helpers import load_report, run
 
-from chongming_conformance.clauses import CLAUSES, FAULT_MODES_NEEDED, Scope
+from chongming_conformance.protocol.clauses import CLAUSES, FAULT_MODES_NEEDED, Scope
 
 pytest.importorskip("xdist", reason="pytest-xdist is in the kit's dev extras")
 

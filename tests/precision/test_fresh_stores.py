@@ -21,7 +21,7 @@ import pytest
 from fresh_stores import STORES
 from matrix import Case, run_case
 
-from chongming_conformance.clauses import CLAUSES
+from chongming_conformance.protocol.clauses import CLAUSES
 
 #: The default run keeps two of the ten (about 40 s each at the ci profile).
 FRESH_SAMPLE_EVERY = 5

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from matrix import Case, cases, run_case
 
-from chongming_conformance.clauses import CLAUSES, Level
+from chongming_conformance.protocol.clauses import CLAUSES, Level
 from chongming_conformance.report import FAIL, NOT_VERIFIED, PASS
 
 ALL = cases()

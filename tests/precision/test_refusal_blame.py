@@ -18,9 +18,9 @@ import pytest
 from matrix import Case, run_case
 from y2038_stores import RefusesPast2038
 
-from chongming_conformance.blame import blamed, parse_blames
-from chongming_conformance.messages import unusual_values
-from chongming_conformance.model import Failure, TaskSnapshot, TaskStatus
+from chongming_conformance.oracle.blame import blamed, parse_blames
+from chongming_conformance.oracle.messages import unusual_values
+from chongming_conformance.protocol.model import Failure, TaskSnapshot, TaskStatus
 
 LATE = datetime(2040, 3, 1, tzinfo=UTC)
 

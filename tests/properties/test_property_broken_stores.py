@@ -32,10 +32,10 @@ from property_broken_stores import (
     UnescapedLikePrefix,
 )
 
-from chongming_conformance.blame import BLAME_NOTE
-from chongming_conformance.hypothesis_profiles import PROFILES
-from chongming_conformance.properties import StoreProperties
-from chongming_conformance.stateful import StoreStateMachineTests
+from chongming_conformance.checks.hypothesis_profiles import PROFILES
+from chongming_conformance.checks.properties import StoreProperties
+from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.oracle.blame import BLAME_NOTE
 from reference_stores.memory import InMemoryTaskStore
 
 # Exactly the kit's default (ci) profile -- derandomized, no database -- minus

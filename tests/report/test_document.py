@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chongming_conformance.capabilities import Capabilities
-from chongming_conformance.clauses import CLAUSES
+from chongming_conformance.protocol.capabilities import Capabilities
+from chongming_conformance.protocol.clauses import CLAUSES
 from chongming_conformance.report import (
     REPORT_SCHEMA,
     Environment,

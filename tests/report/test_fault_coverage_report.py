@@ -12,9 +12,9 @@ from typing import Any
 
 from test_outcomes import every_gated_clause_passing, outcome, records, suite_test
 
-from chongming_conformance.capabilities import Capabilities
 from chongming_conformance.faults.nemesis import Applied, Landing
 from chongming_conformance.faults.plan import READS, WRITES, Cell, Fault
+from chongming_conformance.protocol.capabilities import Capabilities
 from chongming_conformance.report import NOT_VERIFIED, PASS, assess
 from chongming_conformance.report.coverage import (
     render_coverage_html,

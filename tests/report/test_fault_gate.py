@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from test_outcomes import every_gated_clause_passing, outcome, records, suite_test
 
-from chongming_conformance.capabilities import Capabilities, parse_capabilities
-from chongming_conformance.clauses import (
+from chongming_conformance.protocol.capabilities import Capabilities, parse_capabilities
+from chongming_conformance.protocol.clauses import (
     FAULT_MODES_NEEDED,
     unjudged_fault_clauses,
     unrequested_fault_clauses,

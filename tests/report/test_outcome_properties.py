@@ -16,8 +16,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chongming_conformance.capabilities import Capabilities
-from chongming_conformance.clauses import CLAUSES, Level, Scope
+from chongming_conformance.protocol.capabilities import Capabilities
+from chongming_conformance.protocol.clauses import CLAUSES, Level, Scope
 from chongming_conformance.report import (
     DEVIATION,
     FAIL,

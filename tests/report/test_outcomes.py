@@ -6,8 +6,8 @@ would produce and check what :func:`chongming_conformance.report.assess` decides
 
 from __future__ import annotations
 
-from chongming_conformance.capabilities import Capabilities, parse_capabilities
-from chongming_conformance.clauses import CLAUSES, Level, Scope, unrequested_fault_clauses
+from chongming_conformance.protocol.capabilities import Capabilities, parse_capabilities
+from chongming_conformance.protocol.clauses import CLAUSES, Level, Scope, unrequested_fault_clauses
 from chongming_conformance.report import (
     DEVIATION,
     FAIL,
@@ -403,7 +403,7 @@ def test_a_cross_process_failure_with_its_prerequisites_passing_is_its_own_fail(
 
 
 def test_prerequisites_are_acyclic_rest_on_shared_visibility_and_are_transitive() -> None:
-    from chongming_conformance.clauses import PREREQUISITES
+    from chongming_conformance.protocol.clauses import PREREQUISITES
 
     for cid, needs in PREREQUISITES.items():
         assert CLAUSES[cid].scope is Scope.CROSS_PROCESS

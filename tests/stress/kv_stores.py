@@ -65,7 +65,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SNAPSHOT_COLUMNS,
     command_to_row,
@@ -77,7 +77,7 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.model import TERMINAL_STATUSES
+from chongming_conformance.protocol.model import TERMINAL_STATUSES
 
 __all__ = [
     "ALL_VARIANTS",
@@ -629,7 +629,7 @@ def _tags(raw: Mapping[str, str]) -> frozenset[str]:
 
 
 def _snapshot_tags(text: str | None) -> frozenset[str]:
-    from chongming_conformance.codec import decode_tags
+    from chongming_conformance.protocol.codec import decode_tags
     return decode_tags(text)
 
 

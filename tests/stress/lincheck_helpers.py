@@ -15,7 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from chongming_conformance.model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus
+from chongming_conformance.protocol.model import (
+    Command,
+    Progress,
+    TaskQuery,
+    TaskSnapshot,
+    TaskStatus,
+)
 from chongming_conformance.stress import StressProfile
 from chongming_conformance.stress.calls import encode_value
 from chongming_conformance.stress.harness import Anomaly, Harness
@@ -65,7 +71,7 @@ class Recorder:
                 o.error = {"type": "ConcurrencyConflict", "message": "conflict", "conflict": True,
                            "expected": args.get("expect_version"), "actual": None}
             else:
-                o.error = {"type": "chongming_conformance.errors.StoreError",
+                o.error = {"type": "chongming_conformance.protocol.errors.StoreError",
                            "message": "connection lost", "store_error": True, "cause": None}
         self.ops[w].append(o)
         return o

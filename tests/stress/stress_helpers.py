@@ -8,8 +8,8 @@ import unittest
 from collections.abc import Callable
 from typing import Any
 
-from chongming_conformance.contract import StoreContract
-from chongming_conformance.factory import enter_opener
+from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.seam.factory import enter_opener
 from chongming_conformance.stress import ScenarioResult, StressProfile, run_scenario
 
 CONTRACT_TESTS = sorted(n for n in dir(StoreContract) if n.startswith("test_"))

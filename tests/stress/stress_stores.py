@@ -31,7 +31,7 @@ from chongming_conformance import (
     TaskQuery,
     TaskSnapshot,
 )
-from chongming_conformance.codec import (
+from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,
     SAVE_COLUMNS,
     SNAPSHOT_COLUMNS,
@@ -41,7 +41,7 @@ from chongming_conformance.codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from chongming_conformance.model import Transition
+from chongming_conformance.protocol.model import Transition
 from reference_stores.sqlite import _DOOMED_SQL, _TERMINAL_VALUES, SqliteTaskStore
 
 

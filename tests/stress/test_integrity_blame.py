@@ -23,8 +23,8 @@ from drift_stores import WriteBehindCounts
 from stress_helpers import contract_failures, run_shared
 from stress_stores import shared, single
 
-from chongming_conformance.blame import parse_blames
-from chongming_conformance.clauses import clauses_of, may_blame_of
+from chongming_conformance.oracle.blame import parse_blames
+from chongming_conformance.protocol.clauses import clauses_of, may_blame_of
 from chongming_conformance.stress import runner
 from chongming_conformance.stress.contract import StressContract
 from chongming_conformance.stress.report_document import stress_document

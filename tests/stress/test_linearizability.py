@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lincheck_helpers import FAILED, TASKS, Recorder, leased
 
-from chongming_conformance.errors import ConcurrencyConflict, StoreError
-from chongming_conformance.model import (
+from chongming_conformance.protocol.errors import ConcurrencyConflict, StoreError
+from chongming_conformance.protocol.model import (
     Command,
     CommandKind,
     Progress,

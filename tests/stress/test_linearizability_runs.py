@@ -10,7 +10,7 @@ import shutil
 import pytest
 from stress_stores import CachingReads, shared
 
-from chongming_conformance.factory import enter_opener
+from chongming_conformance.seam.factory import enter_opener
 from chongming_conformance.stress import StressProfile, run_scenario
 from chongming_conformance.stress.__main__ import main as stress_main
 from chongming_conformance.stress.lincheck import Verdict, check, read_history

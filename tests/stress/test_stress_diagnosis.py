@@ -37,7 +37,7 @@ def test_the_report_is_built_from_logs_even_when_the_holder_exited() -> None:
 
 
 def test_lock_failures_are_their_own_kind() -> None:
-    busy = {"type": "chongming_conformance.errors.StoreError",
+    busy = {"type": "chongming_conformance.protocol.errors.StoreError",
             "message": "save() failed on 'x.db': database is locked"}
     serial = {"type": "StoreError", "message": "save()",
               "cause": "SerializationFailure: could not serialize access"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chongming_conformance.errors import StoreError
+from chongming_conformance.protocol.errors import StoreError
 from chongming_conformance.stress.contention import CONTENTION_HINT, LOCK_CONTENTION, error_text
 from chongming_conformance.stress.harness import ERROR_CHARS, Harness, WorkerContext, WorkerSpec
 from chongming_conformance.stress.log import OpLog, read_logs

@@ -36,7 +36,7 @@ from stress_stores import (
 )
 
 import reference_stores.sqlite as sqlite
-from chongming_conformance.factory import enter_opener
+from chongming_conformance.seam.factory import enter_opener
 from chongming_conformance.stress import (
     PROFILES,
     NotVerified,

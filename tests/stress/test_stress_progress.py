@@ -1,5 +1,5 @@
 """A running scenario says how far it is: the harness reads the workers' logs as they grow
-and notes the highest round started (chongming_conformance.progress)."""
+and notes the highest round started (chongming_conformance.seam.progress)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from chongming_conformance import progress
+from chongming_conformance.seam import progress
 from chongming_conformance.stress.harness import RoundWatcher
 
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 from stress_stores import CachingReads, CheckThenWriteSave, shared
 
-from chongming_conformance.factory import enter_opener
+from chongming_conformance.seam.factory import enter_opener
 from chongming_conformance.stress import ScenarioResult, run_scenario
 from chongming_conformance.stress.__main__ import main as stress_main
 from chongming_conformance.stress.timeline import SLICE_LINES

@@ -15,7 +15,7 @@ import reference_stores.jsonfile as jsonfile
 import reference_stores.memory as memory
 import reference_stores.postgres as postgres
 import reference_stores.sqlite as sqlite
-from chongming_conformance.factory import StoreShapeError, enter_opener
+from chongming_conformance.seam.factory import StoreShapeError, enter_opener
 from chongming_conformance.stress import (
     Opener,
     StressContract,

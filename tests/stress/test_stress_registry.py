@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import chongming_conformance.stress as stress
-from chongming_conformance.clauses import CLAUSES, Scope, clauses_of
+from chongming_conformance.protocol.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.stress import SCENARIOS, Scenario, StressContract, scenarios
 from chongming_conformance.stress.scenarios import register
 from chongming_conformance.stress.scenarios.save_race import run as save_race_run

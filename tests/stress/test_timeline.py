@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chongming_conformance.model import (
+from chongming_conformance.protocol.model import (
     Command,
     CommandKind,
     Failure,

@@ -9,6 +9,9 @@
 
 The console front is :mod:`.command` (``chongming-conformance attest|verify|diff|badge``);
 the plugin writes the files with the report (``--chongming-attest``, ``--chongming-badge``).
+
+The part ``attest`` (docs/architecture.md, "The parts") may import ``seam`` (spec
+resolution and usage errors), ``report`` and ``protocol``.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..report.masking import mask_secrets
-from ..specs import USAGE_ERROR_EXIT
-from ..usage import UsageParser
+from ..seam.specs import USAGE_ERROR_EXIT
+from ..seam.usage import UsageParser
 from . import (
     compare_reports,
     render_comparison,

@@ -4,8 +4,9 @@ Reports from any kit version are read, using only the keys every version has had
 (``catalogue_version``, ``verdict`` and each clause's ``id``, ``level``, ``text`` and
 ``outcome``). Between catalogue versions a clause may be added, removed or renamed:
 
-* renamed: the kit's own record of renames (:data:`~chongming_conformance.clauses.RENAMED`),
-  or an id gone and another new one with the very same text;
+* renamed: the kit's own record of renames
+  (:data:`~chongming_conformance.protocol.clauses.RENAMED`), or an id gone and another new
+  one with the very same text;
 * added or removed: reported as such, whatever their outcome, never as a regression.
 
 A *regression* is a clause present in both (under its old or new id) whose outcome got
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..clauses import RENAMED
+from ..protocol.clauses import RENAMED
 
 __all__ = ["ClauseChange", "Comparison", "compare_reports", "render_comparison",
            "report_problem"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..clauses import CATALOGUE_VERSION
+from ..protocol.clauses import CATALOGUE_VERSION
 from ..report.masking import mask_all
 from .digests import canonical_json, catalogue_digest, driver_versions, sha256_hex, subjects_for
 from .intoto import PREDICATE_TYPE, STATEMENT_TYPE

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..clauses import CATALOGUE_VERSION
+from ..protocol.clauses import CATALOGUE_VERSION
 from .digests import Subject, canonical_json, catalogue_digest, sha256_hex, subjects_for
 from .intoto import statement_problems
 from .statement import CATALOGUE_NAME, REPORT_NAME, RUN_NAME, configuration_entry, expected_result

@@ -1,6 +1,9 @@
 """A compact, real task controller: the reference consumer of a ``TaskStore`` (guide §2-§5).
 
 See docs/controller.md for the wiring and the checks built on it.
+
+The part ``controller`` (docs/architecture.md, "The parts") may import ``protocol`` only;
+its checks are ``chongming_conformance.checks.controller``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
-from ..model import Progress
+from ..protocol.model import Progress
 from .clock import Clock
 
 __all__ = ["TaskContext", "TaskStopped"]

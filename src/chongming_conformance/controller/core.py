@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from ..errors import ConcurrencyConflict, StoreError
-from ..model import (
+from ..protocol import TaskStore
+from ..protocol.errors import ConcurrencyConflict, StoreError
+from ..protocol.model import (
     TERMINAL_STATUSES,
     Command,
     CommandKind,
@@ -44,7 +45,6 @@ from ..model import (
     TaskStatus,
     Transition,
 )
-from ..protocol import TaskStore
 from .buckets import BucketPolicy
 from .clock import Clock, utc_now
 from .context import TaskContext, TaskStopped

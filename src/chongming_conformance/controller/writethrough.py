@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..errors import ConcurrencyConflict
-from ..model import TaskSnapshot, Transition
 from ..protocol import TaskStore
+from ..protocol.errors import ConcurrencyConflict
+from ..protocol.model import TaskSnapshot, Transition
 
 __all__ = ["WriteThrough"]
 

@@ -15,6 +15,9 @@ enough. Without a configured store it does nothing visible. With one it:
 
 Each hook here is a few lines; the logic lives in the modules named above.
 See docs/plugin.md for the options and the report schema.
+
+The part ``plugin`` (docs/architecture.md, "The parts") is the top layer: it may import
+every other part, and none imports it.
 """
 
 from __future__ import annotations
@@ -22,16 +25,16 @@ from __future__ import annotations
 import pytest
 
 pytest.register_assert_rewrite(
-    "chongming_conformance.contract",
-    "chongming_conformance.properties",
-    "chongming_conformance.stateful",
+    "chongming_conformance.checks.contract",
+    "chongming_conformance.checks.properties",
+    "chongming_conformance.checks.stateful",
     "chongming_conformance.oracle",
     "chongming_conformance.stress",
 )
 
 # Imported after register_assert_rewrite on purpose: none of these is rewritten,
 # and none imports the modules above.
-from ..hypothesis_profiles import force_seed  # noqa: E402
+from ..checks.hypothesis_profiles import force_seed  # noqa: E402
 from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
 from .draws import import_kit_modules  # noqa: E402

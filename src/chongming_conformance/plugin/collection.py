@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ..clauses import CLAUSES, Scope, clauses_of, may_blame_of
-from ..messages import elide
+from ..oracle.messages import elide
+from ..protocol.clauses import CLAUSES, Scope, clauses_of, may_blame_of
 from ..report import mask_secrets
 from ..suite import SUITE_DIR, suite_files
 from ..suite._config import KitConfig

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ..blame import failure_blames
-from ..cases import take_counts
-from ..messages import elide_start
+from ..checks.cases import take_counts
+from ..oracle.blame import failure_blames
+from ..oracle.messages import elide_start
 from ..report import (
     HypothesisInfo,
     SuiteRecords,
@@ -29,7 +29,7 @@ from ..report import (
     parse_blames,
 )
 from ..report.records import SETUP_PREFIX
-from ..reuse import StoreReuseError
+from ..seam.reuse import StoreReuseError
 from .collection import MESSAGE_LIMIT, SuiteCollection, is_suite_item
 from .itemdata import serial_nodeid
 
@@ -109,7 +109,7 @@ def _blames(report: pytest.TestReport, text: str) -> tuple[str, ...]:
 
 
 def usage_error(exc: BaseException) -> str | None:
-    """The message of a :class:`~chongming_conformance.reuse.StoreReuseError` inside ``exc``
+    """The message of a :class:`~chongming_conformance.seam.reuse.StoreReuseError` inside ``exc``
     (itself, a leaf of an exception group, or a cause), or None."""
     seen: set[int] = set()
     todo = [exc]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..clauses import CLAUSES
+from ..protocol.clauses import CLAUSES
 
 __all__ = [
     "CLAUSE_PROPERTY",

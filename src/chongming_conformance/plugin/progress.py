@@ -12,7 +12,7 @@ it took when it ends, in pytest's own ``write_line`` style::
 It works on the process that owns the terminal: the serial run, or xdist's
 controller (which receives the workers' ``logstart`` and reports).
 
-Inside a long step, code calls :func:`chongming_conformance.progress.note`: the
+Inside a long step, code calls :func:`chongming_conformance.seam.progress.note`: the
 stress harness every few seconds (``stress save_race: round 3/8, 9 s of at most
 60 s``), the Postgres reference store while it installs a schema. This module
 installs the reporter that prints those notes as ``chongming:`` lines, with output
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from ..progress import reporting
+from ..seam.progress import reporting
 from .itemdata import is_fault_nodeid, is_stress_nodeid, serial_nodeid
 
 __all__ = ["Progress"]
@@ -65,7 +65,7 @@ class Progress:
         for phase in self.planned:
             self.planned[phase] = sum(1 for n in nodeids if self._phase(n) == phase)
 
-    # -- notes from inside a long step (chongming_conformance.progress) ------------------
+    # -- notes from inside a long step (chongming_conformance.seam.progress) ------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Only the process that owns the terminal shows notes: an xdist worker has none.

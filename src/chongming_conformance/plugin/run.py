@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from .. import __version__, reuse
-from ..clauses import CATALOGUE_VERSION, unjudged_fault_clauses
+from .. import __version__
+from ..checks.hypothesis_profiles import PROFILES, active_profile_name
 from ..faults.deployment import describe_topology
-from ..hypothesis_profiles import PROFILES, active_profile_name
+from ..protocol.clauses import CATALOGUE_VERSION, unjudged_fault_clauses
 from ..report import (
     Assessment,
     RunSettings,
@@ -35,8 +35,9 @@ from ..report import (
     render_terminal,
 )
 from ..report.formats import write_report
+from ..seam import reuse
+from ..seam.timeouts import mechanism
 from ..suite._config import KitConfig
-from ..timeouts import mechanism
 from .collection import SuiteCollection
 from .distribution import Distribution, is_worker
 from .harvest import Harvest

@@ -5,9 +5,9 @@ one store opened and closed, and the shared-store factory (given, or found as
 ``make_shared_store`` next to the store factory) set up once and its opener
 tried. Every way this can go wrong becomes a :class:`pytest.UsageError` (exit
 4) that names the setting, the spec and the fix -- never a traceback from inside
-the kit. The checks themselves live in :mod:`chongming_conformance.specs`
+the kit. The checks themselves live in :mod:`chongming_conformance.seam.specs`
 (shared with ``chongming-conformance bench``); this module turns their masked
-:class:`~chongming_conformance.specs.SpecError` into pytest's usage error.
+:class:`~chongming_conformance.seam.specs.SpecError` into pytest's usage error.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from .. import specs
-from ..capabilities import Capabilities, CapabilityError, declared_capabilities
 from ..faults.deployment import DeploymentError, find_deployment
+from ..protocol.capabilities import Capabilities, CapabilityError, declared_capabilities
 from ..report import mask_secrets
-from ..reuse import RESET_ATTR
-from ..specs import SpecError
+from ..seam import specs
+from ..seam.reuse import RESET_ATTR
+from ..seam.specs import SpecError
+from ..seam.timeouts import DEFAULT_TIMEOUT
 from ..suite._config import KitConfig
-from ..timeouts import DEFAULT_TIMEOUT
 from .options import SHARED_ATTR, Options
 
 __all__ = ["resolve_kit", "resolve_spec"]
@@ -42,7 +42,7 @@ def resolve_spec(
 ) -> tuple[Callable[[], Any], ModuleType, str]:
     """``MODULE:ATTR`` -> (callable, module, label) or a :class:`pytest.UsageError`.
 
-    :func:`chongming_conformance.specs.resolve_spec` with the plugin's error type.
+    :func:`chongming_conformance.seam.specs.resolve_spec` with the plugin's error type.
     """
     try:
         return specs.resolve_spec(spec, where, invocation_dir, timeout)

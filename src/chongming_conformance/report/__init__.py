@@ -13,6 +13,10 @@ This package owns the document end to end, and nothing in it imports pytest:
 * :mod:`.terminal`, :mod:`.markdown`, :mod:`.catalogue` -- renderers;
 * :mod:`.masking` -- every string that goes into a document passes through
   :func:`mask_secrets`.
+
+The part ``report`` (docs/architecture.md, "The parts") may import ``oracle`` (the blame
+note's format), ``protocol`` and the kit's ``__version__``; the plugin, the commands, the
+stress command and the attestation all render through it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading ``chongming-blame:`` notes back out of a failure's text, for the report.
 
-:mod:`chongming_conformance.blame` owns the note: it writes it (``blame``) and reads it
+:mod:`chongming_conformance.oracle.blame` owns the note: it writes it (``blame``) and reads it
 (``parse_blames``, re-exported here); :func:`blamed_among` narrows a failure's blames
 to the clauses its test declares.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..blame import parse_blames
+from ..oracle.blame import parse_blames
 
 __all__ = ["blamed_among", "parse_blames"]
 

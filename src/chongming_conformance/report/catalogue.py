@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..clauses import CATALOGUE_VERSION, CLAUSES, GUIDE, Clause
+from ..protocol.clauses import CATALOGUE_VERSION, CLAUSES, GUIDE, Clause
 
 __all__ = ["render_catalogue", "section_link"]
 

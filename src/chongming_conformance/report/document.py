@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from .. import __version__
-from ..capabilities import Capabilities
-from ..clauses import CATALOGUE_VERSION, CLAUSES, Level, Scope
+from ..protocol.capabilities import Capabilities
+from ..protocol.clauses import CATALOGUE_VERSION, CLAUSES, Level, Scope
 from .masking import mask_all
 from .outcomes import Assessment
 from .records import OUTCOMES, ClauseResult, TestResult

@@ -5,7 +5,9 @@ table for the end of a run. A concurrency failure needs a picture as well: which
 calls overlapped, which of them an anomaly is about, where the faults were, how slow each
 kind of call got. This renderer draws that picture from the document alone (a renderer never
 looks at pytest: docs/architecture.md), as one file whose style and script are inline and
-which names no external asset, so a CI artefact opens offline, on any machine, years later.
+which names no external asset, so a CI artefact opens offline, on any machine, years later
+(the style and the script are kept as package data, ``assets/report.css`` and
+``assets/report.js``, and inlined into every page).
 The document is already masked; every string taken from it is escaped here (``html.escape``
 in markup, ``\\u003c`` in the embedded JSON), because call texts and failure messages quote
 whatever a store returned.
@@ -49,6 +51,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
+from importlib import resources
 from typing import Any
 
 from .coverage import render_coverage_html
@@ -1195,215 +1198,14 @@ _DEFS = (
     "</defs></svg>\n"
 )
 
-_CSS = """
-:root{--fg:#1d232b;--muted:#5d6773;--line:#d8dde3;--bg:#fff;--panel:#f6f8fa;
---good:#1a7f37;--bad:#c62828;--warn:#9a6700;color-scheme:light}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
-color:var(--fg);background:var(--bg)}
-header,nav,main{max-width:1180px;margin:0 auto;padding:0 20px}
-header{padding-top:18px}
-nav{position:sticky;top:0;background:#fffe;border-bottom:1px solid var(--line);
-padding-top:6px;padding-bottom:6px;z-index:2}
-h1{font-size:20px;margin:2px 0}h2{font-size:18px;margin:26px 0 8px;
-border-bottom:2px solid var(--line);padding-bottom:4px}h3{font-size:16px;margin:22px 0 4px}
-h4{font-size:14px;margin:14px 0 4px}
-h1 code{font-size:20px}
-code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{white-space:pre-wrap;word-break:break-word}
-.kicker{text-transform:uppercase;letter-spacing:.08em;color:var(--muted);font-size:11px;
-margin:0}
-.sub,.muted{color:var(--muted)}.small{font-size:12px}
-.vl{display:inline-block;min-width:4.5em;font-size:11px;text-transform:uppercase;
-letter-spacing:.06em;color:var(--muted)}
-.verdict{margin:12px 0 4px;padding:10px 14px;border-radius:6px;border:2px solid;font-size:16px}
-.verdict.good{border-color:var(--good);background:#e9f7ee}
-.verdict.bad{border-color:var(--bad);background:#fdecec}
-.verdict.warn{border-color:var(--warn);background:#fff6dc}
-.gate{margin:4px 0}.gate.bad{color:var(--bad);font-weight:600}
-.gate.good{color:var(--good);font-weight:600}
-.partial{background:#fff6dc;border-left:4px solid var(--warn);padding:6px 10px}
-table{border-collapse:collapse;margin:8px 0}
-caption{text-align:left;color:var(--muted);font-size:12px;padding:2px 0 6px}
-th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
-thead th{background:var(--panel);font-size:12px}
-.num{text-align:right;font-variant-numeric:tabular-nums}
-.summary td,.summary th{min-width:70px}
-.hot-fail{color:var(--bad);font-weight:700}.hot-not-verified{color:var(--warn);font-weight:700}
-table.clauses{width:100%;table-layout:fixed}
-.c-id{width:34%}.c-lv{width:7%}.c-out{width:15%}.c-sec{width:8%}
-.clauses th[scope=row]{font-weight:400}
-.clauses th[scope=row] code{font-weight:600}
-.ctext{color:var(--muted);font-size:12px}
-tr.gh th{background:#eef1f5;font-size:13px;padding-top:8px}
-tr.r-fail{background:#fff4f4}tr.r-not-verified{background:#fffbef}
-tr.more>td{padding:0 8px 10px 24px;border-bottom:2px solid var(--line)}
-tr.more details>summary{color:var(--muted);font-size:12px;cursor:pointer}
-.badge{display:inline-block;padding:0 6px;border-radius:10px;font-size:12px;
-font-weight:600;border:1px solid;white-space:nowrap}
-.o-pass{color:var(--good)}.o-fail{color:#fff;background:var(--bad);border-color:var(--bad)}
-.o-not-verified{color:#6b4a00;background:#ffe9a8;border-color:#d9a400}
-.o-unsupported{color:var(--muted)}.o-deviation{color:#5b2c91}
-.msg,.hypo{background:var(--panel);border:1px solid var(--line);padding:8px;max-height:28em;
-overflow:auto;margin:4px 0}
-.cmd{background:var(--panel);padding:1px 4px;user-select:all}
-.filters{border:1px solid var(--line);border-radius:6px;margin:6px 0;padding:4px 10px}
-.filters legend{font-size:12px;color:var(--muted)}
-.flt{margin-right:14px;white-space:nowrap}
-.legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 16px;
-font-size:12px}.legend li{display:flex;align-items:center;gap:5px}.legend svg{flex:none}
-.scroll{overflow-x:auto;margin:4px 0}
-.history{border-top:1px solid var(--line);margin-top:10px}
-.thinned{font-size:12px;color:var(--muted);border-left:3px solid var(--line);padding-left:8px}
-.anomalies{margin:6px 0;padding-left:22px}.anomalies li{margin-bottom:6px}
-.amsg{font-size:12.5px}
-.panel{position:sticky;bottom:0;z-index:3;background:#fffffff2;border:1px solid #9aa4af;
-border-radius:6px 6px 0 0;box-shadow:0 -2px 8px #0002;padding:6px 12px;min-height:3.2em;
-margin-top:14px}
-.panel .b{font-weight:600}.panel .code{font-family:ui-monospace,Menlo,Consolas,monospace;
-font-size:12.5px;white-space:pre-wrap}
-svg text{font:10px system-ui,sans-serif;fill:#333}
-svg .tiny{font-size:9px;fill:#6b7480}
-svg .ln{font:600 11px ui-monospace,Menlo,monospace;fill:#222}
-svg .bl{font-size:9.5px;fill:#111;pointer-events:none;paint-order:stroke;stroke:#ffffffb0;
-stroke-width:2.2px}
-svg .fl{font-size:10px;fill:#8a5300;font-weight:600}
-svg .kt{font-size:10.5px;font-weight:600;fill:#333}
-svg .lb{fill:#fafbfc}svg .lb.alt{fill:#f1f3f6}
-.axis,.markers,svg text,.aband,.lb,.grid,.strip{pointer-events:none}
-.axis line{stroke:#8b949e}.axis .grid,.latency .grid{stroke:#0000001a}
-.latency .strip{stroke:#0000002a;stroke-dasharray:2 2}
-.fault,.zfault,.lfault{fill:url(#p-fault);opacity:.85}
-.fault:hover,.zfault:hover{opacity:1;stroke:#c07a00}
-.aband{fill:#f7d84a;opacity:.45}
-rect[data-outcome=ok],rect[data-o=ok]{fill:url(#p-ok)}
-rect[data-outcome=conflict],rect[data-o=conflict]{fill:url(#p-conflict)}
-rect[data-outcome=raised],rect[data-o=raised]{fill:url(#p-raised)}
-rect[data-outcome=crashed],rect[data-o=crashed]{fill:url(#p-crashed)}
-.call.open,.zc.open{stroke:#4d1210;stroke-dasharray:4 2;stroke-width:1}
-.focus .call:not([data-core]):not([data-context]),.focus .zc:not([data-core]):not([data-context]),
-.focus .run{opacity:.38}
-[data-context]{opacity:.65;stroke:#222;stroke-width:1.2}
-[data-core]{stroke:#000;stroke-width:2.5}
-[data-call]:hover,[data-call]:focus,[data-call].sel,.run:hover{opacity:1;stroke:#0b57d0;
-stroke-width:2.5;outline:none}
-.mk{fill:#000}.mkt{font-weight:700;font-size:10px}
-.lp-ok{fill:none;stroke:#2e8b57;stroke-opacity:.8;stroke-width:4;stroke-linecap:round}
-.lp-conflict{fill:#c99be0;stroke:#5b2c91;stroke-width:.8}
-.lp-raised{fill:#f3a83b;stroke:#6b3d00;stroke-width:.8}
-.lp-crashed{fill:none;stroke:#a11d17;stroke-width:1.6}
-.lcore{fill:none;stroke:#000;stroke-width:2}
-.q1{fill:#2e8b57;opacity:.18}.q2{fill:#2e8b57;opacity:.34}.q3{fill:#2e8b57;opacity:.52}
-.q4{fill:#2e8b57;opacity:.72}.q5{fill:#1d6b40;opacity:.92}
-.env th{width:14em;color:var(--muted);font-weight:500}
-details.hist-pass{margin:10px 0}details.hist-pass>summary{cursor:pointer;font-weight:600}
-section,article,tr,pre{scroll-margin-top:44px}
-@media print{nav,.panel,.filters{display:none}}
-"""
+def _asset(name: str) -> str:
+    """A file of ``report/assets/`` (package data: the wheel carries it), as text."""
+    return resources.files(__name__.rpartition(".")[0]).joinpath("assets", name).read_text(
+        encoding="utf-8")
 
-_JS = r"""
-(() => {
-"use strict";
-const d = document;
-d.documentElement.classList.add("js");
-const bar = d.getElementById("filters");
-const boxes = [...d.querySelectorAll("input[data-filter]")];
-const count = d.getElementById("filter-count");
-const apply = () => {
-  const on = new Set(boxes.filter(b => b.checked).map(b => b.dataset.filter));
-  let shown = 0, total = 0;
-  for (const tb of d.querySelectorAll("tbody.group")) {
-    let any = false;
-    for (const tr of tb.querySelectorAll("tr[data-clause]")) {
-      const vis = on.has(tr.dataset.outcome);
-      tr.hidden = !vis; total++;
-      if (vis) { shown++; any = true; }
-      const more = tr.nextElementSibling;
-      if (more && more.dataset.for === tr.dataset.clause) more.hidden = !vis;
-    }
-    tb.hidden = !any;
-  }
-  if (count) count.textContent = `showing ${shown} of ${total} clauses`;
-};
-if (bar) { bar.hidden = false; boxes.forEach(b => b.addEventListener("change", apply)); apply(); }
 
-const panel = d.getElementById("call-details");
-if (panel) panel.hidden = false;
-const cache = new Map();
-const data = id => {
-  if (!cache.has(id)) cache.set(id, JSON.parse(d.getElementById(id).textContent));
-  return cache.get(id);
-};
-const at = t => t == null ? "never" : `+${(+t).toFixed(4)} s`;
-const dur = x => x < 1 ? `${(x * 1000).toFixed(1)} ms` : `${x.toFixed(3)} s`;
-const name = (h, c) => `${h.lanes[c[0]] ?? "lane" + c[0]} #${c[1]}`;
-const kind = (h, c) => h.kinds[c[2]] ?? "?";
-function describe(el, h) {
-  const out = [];
-  const line = (text, cls) => out.push([text, cls]);
-  if (el.dataset.call != null) {
-    const i = +el.dataset.call, c = h.calls[i];
-    const det = c[6] >= 0 ? h.details[c[6]] : null;
-    line(`${name(h, c)} ${kind(h, c)} — ${c[5]}`, "b");
-    line(det ? det[0] : "(the call's text was thinned away)", "code");
-    if (det) line("→ " + det[1], "code");
-    line(`invoked ${at(c[3])}, ` + (c[4] == null ? "never returned (crashed, killed or pending)"
-      : `returned ${at(c[4])} after ${dur(c[4] - c[3])}`));
-    // A call can be in the core of dozens of anomalies (one prune, every task it dropped):
-    // the first two in full, the rest as their numbers, so the panel stays a panel.
-    const anomalies = h.anomalies || [];
-    const core = anomalies.map((a, k) => k).filter(k => (anomalies[k].core || []).includes(i));
-    const ctx = anomalies.map((a, k) => k).filter(k => !core.includes(k)
-      && (anomalies[k].context || []).includes(i));
-    core.slice(0, 2).forEach(k => {
-      const a = anomalies[k];
-      line(`core call of anomaly ${k + 1}: ${a.kind} (${a.clause})`, "b");
-      if (a.stuck) line("stuck: " + a.stuck, "code");
-    });
-    if (core.length > 2) {
-      const rest = core.slice(2).map(k => k + 1);
-      line(`and of ${rest.length} more: anomal${rest.length > 1 ? "ies" : "y"} `
-        + rest.slice(0, 12).join(", ") + (rest.length > 12 ? ", …" : ""), "b");
-    }
-    if (ctx.length) {
-      line(`context call of anomal${ctx.length > 1 ? "ies" : "y"} `
-        + ctx.slice(0, 12).map(k => k + 1).join(", ") + (ctx.length > 12 ? ", …" : "")
-        + ": it may or may not have taken effect");
-    }
-  } else if (el.dataset.a != null) {
-    const a = h.calls[+el.dataset.a], b = h.calls[+el.dataset.b];
-    line(`${el.dataset.n} calls merged (each narrower than the pixels this view gives it)`, "b");
-    line(`${name(h, a)} … ${name(h, b)}, all ${el.dataset.o}, ${at(a[3])} to ${at(b[4])}`);
-  } else if (el.dataset.fault != null) {
-    const f = h.faults[+el.dataset.fault];
-    line(`${f.label}: ${f.what}`, "b");
-    line(`${at(f.start)} to ${at(f.end)}`);
-    if (f.detail) line(f.detail, "code");
-  }
-  panel.replaceChildren(...out.map(([t, cls]) => {
-    const p = d.createElement("div"); p.textContent = t; if (cls) p.className = cls; return p;
-  }));
-}
-let current = null, marked = [];
-function show(ev) {
-  const t = ev.target;
-  const el = t instanceof Element ? t.closest("[data-call],[data-a],[data-fault]") : null;
-  if (!el || el === current || !panel) return;
-  const svg = el.closest("svg[data-h]");
-  if (!svg) return;
-  current = el;
-  marked.forEach(m => m.classList.remove("sel"));
-  marked = [];
-  if (el.dataset.call != null) {
-    const sel = `svg[data-h="${svg.dataset.h}"] [data-call="${el.dataset.call}"]`;
-    marked = [...d.querySelectorAll(sel)];
-    marked.forEach(m => m.classList.add("sel"));
-  }
-  describe(el, data(svg.dataset.h));
-}
-d.addEventListener("mouseover", show);
-d.addEventListener("focusin", show);
-addEventListener("load", () => requestAnimationFrame(() =>
-  setTimeout(() => performance.mark("chongming-drawn"), 0)));
-})();
-"""
+#: The page's stylesheet and script, inlined into every page so it names no external asset.
+#: They are files (``assets/report.css``, ``assets/report.js``) so an editor, a linter or
+#: ``node --check`` can read them as what they are; tests/report/test_html_assets.py does.
+_CSS = "\n" + _asset("report.css")
+_JS = "\n" + _asset("report.js")

@@ -56,8 +56,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..capabilities import Capabilities
-from ..clauses import CLAUSES, PREREQUISITES, Clause, Level, Scope, unrequested_fault_clauses
+from ..protocol.capabilities import Capabilities
+from ..protocol.clauses import (
+    CLAUSES,
+    PREREQUISITES,
+    Clause,
+    Level,
+    Scope,
+    unrequested_fault_clauses,
+)
 from .records import (
     DEVIATION,
     FAIL,

@@ -29,9 +29,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..capabilities import CapabilityError, declared_capabilities
-from ..clauses import unjudged_fault_clauses
 from ..faults.deployment import DeploymentError, describe_topology, find_deployment
+from ..protocol.capabilities import CapabilityError, declared_capabilities
+from ..protocol.clauses import unjudged_fault_clauses
 from ..report.coverage import render_coverage_text
 from .integrity import sqlite_opener_integrity
 from .runner import IntegrityCheck, run_all

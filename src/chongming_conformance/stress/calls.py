@@ -10,7 +10,7 @@ record=True)`` also logs
   protocol's parameter names, defaults applied;
 * on the ``ret`` line of a call that returned: ``"result": ...`` -- the whole value.
 
-Values are JSON with the kit's codec (``chongming_conformance.codec``) for the
+Values are JSON with the kit's codec (``chongming_conformance.protocol.codec``) for the
 records, tagged so they decode back to the same objects::
 
     TaskSnapshot  {"$snapshot": snapshot_to_row(s)}     Transition {"$transition": row}
@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..codec import (
+from ..protocol import PROTOCOL_METHODS, TaskStore
+from ..protocol.codec import (
     command_to_row,
     decode_dt,
     encode_dt,
@@ -41,8 +42,7 @@ from ..codec import (
     snapshot_to_row,
     transition_to_row,
 )
-from ..model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
-from ..protocol import PROTOCOL_METHODS, TaskStore
+from ..protocol.model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
 __all__ = ["decode_args", "decode_value", "encode_value", "method_of", "recorded_call"]
 

@@ -35,9 +35,9 @@ import unittest
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..blame import blame
-from ..clauses import checks, may_blame
 from ..faults.network import takes_network
+from ..oracle.blame import blame
+from ..protocol.clauses import checks, may_blame
 from .evidence import keep_coverage, keep_unproven
 from .harness import Opener
 from .picture import keep_picture

@@ -29,13 +29,13 @@ from typing import Any, Generic, TypeVar
 
 import multiprocess
 
-from ..codec import encode_dt
-from ..errors import ConcurrencyConflict, StoreError
-from ..factory import enter_store
-from ..messages import elide, summarize_error
-from ..progress import note
+from ..oracle.messages import elide, summarize_error
 from ..protocol import TaskStore
+from ..protocol.codec import encode_dt
+from ..protocol.errors import ConcurrencyConflict, StoreError
 from ..report.masking import masked_logging
+from ..seam.factory import enter_store
+from ..seam.progress import note
 from .board import BOARD_NAME, Board, BoardWriter
 from .calls import encode_value, method_of, recorded_call
 from .diagnosis import deadline_report

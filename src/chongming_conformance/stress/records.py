@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..codec import decode_dt, encode_dt
-from ..model import Command, CommandKind, Progress, TaskSnapshot, TaskStatus, Transition
+from ..protocol.codec import decode_dt, encode_dt
+from ..protocol.model import Command, CommandKind, Progress, TaskSnapshot, TaskStatus, Transition
 
 __all__ = [
     "BASE",

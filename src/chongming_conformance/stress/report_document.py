@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import Any
 
-from ..capabilities import Capabilities
+from ..protocol.capabilities import Capabilities
 from ..report.document import RunSettings, StoreInfo, build_document, describe_environment
 from ..report.outcomes import assess
 from ..report.records import SETUP_PREFIX, SuiteRecords, TestResult
-from ..timeouts import DEFAULT_TIMEOUT
+from ..seam.timeouts import DEFAULT_TIMEOUT
 from .runner import INTEGRITY_CLAUSES, ScenarioResult
 from .scenarios import SCENARIOS
 from .stress_profiles import StressProfile

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..factory import enter_opener, picklability_problem
 from ..faults.network import NETWORK_KEYWORD, Network, takes_network
 from ..report.coverage import render_coverage_text
 from ..report.masking import mask_secrets
+from ..seam.factory import enter_opener, picklability_problem
 from .harness import Anomaly, Harness, Opener
 from .hints import common_cause
 from .picture import history_picture

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..faults.nemesis import Fault, read_nemesis_log
-from ..model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
+from ..protocol.model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .calls import decode_args, decode_value
 from .log import Logs, Op, read_log_dir
 from .records import BASE

@@ -11,7 +11,7 @@ supplies ``make_store`` (the user's factory), ``wrap_store`` (every call timed)
 and ``guard`` (opening and teardown timed), so each module is a few lines::
 
     # suite/test_properties.py
-    from chongming_conformance.properties import StoreProperties
+    from chongming_conformance.checks.properties import StoreProperties
     from chongming_conformance.suite._config import ConfiguredSeam
 
     class TestStoreProperties(ConfiguredSeam, StoreProperties):
@@ -27,7 +27,7 @@ Cross-process bases take the shared opener instead::
             return _config.shared_store_factory()()
 
 * Test methods (or the class) must be decorated with
-  ``chongming_conformance.clauses.checks(...)``; the report maps results to
+  ``chongming_conformance.protocol.clauses.checks(...)``; the report maps results to
   clauses only through those declarations. A suite test without any is listed
   as "unmapped" in the report.
 * Tests whose clauses have scope ``cross_process`` are skipped by the plugin
@@ -35,7 +35,7 @@ Cross-process bases take the shared opener instead::
   ``_config.shared_store_factory()`` is None, and skipped as UNSUPPORTED when
   the store declares ``cross_process`` unsupported, so a stress class never
   has to check for itself. Code that needs the opener directly calls
-  ``chongming_conformance.factory.enter_opener(shared, exit_stack)`` (the one
+  ``chongming_conformance.seam.factory.enter_opener(shared, exit_stack)`` (the one
   implementation, with every check).
 * A ``RuleBasedStateMachine.TestCase`` collected directly (unittest style)
   maps to clauses through a ``checks(...)`` on the ``TestCase`` class.
@@ -50,6 +50,10 @@ Cross-process bases take the shared opener instead::
 Accessors for suite code live in :mod:`chongming_conformance.suite._config`:
 ``store_factory()``, ``shared_store_factory()``, ``timeout()``,
 ``capabilities()``, ``timed()``, ``guarded()`` and the ``ConfiguredSeam`` mixin.
+
+The part ``suite`` (docs/architecture.md, "The parts") may import every part but
+``commands`` and ``plugin``; its node ids (``chongming_conformance/suite/test_*.py::...``)
+are in every report, so it stays where it is.
 """
 
 from __future__ import annotations

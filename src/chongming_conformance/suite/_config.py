@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..capabilities import Capabilities
 from ..protocol import TaskStore
-from ..timeouts import DEFAULT_TIMEOUT, TimeoutProxy, call_with_timeout
+from ..protocol.capabilities import Capabilities
+from ..seam.timeouts import DEFAULT_TIMEOUT, TimeoutProxy, call_with_timeout
 
 T = TypeVar("T")
 

@@ -33,8 +33,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...model import Command, TaskQuery, TaskSnapshot
 from ...oracle import Model
+from ...protocol.model import Command, TaskQuery, TaskSnapshot
 from . import projection as pj
 from .history import Call, Outcome
 from .projection import Key, Projection, State, Step

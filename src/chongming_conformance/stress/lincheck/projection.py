@@ -33,8 +33,8 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...model import Command, TaskQuery, TaskSnapshot, Transition
 from ...oracle import Model, claimable, instant, matches
+from ...protocol.model import Command, TaskQuery, TaskSnapshot, Transition
 from ..timeline import format_value, when
 from .history import Call, Outcome
 

@@ -30,8 +30,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...model import TaskStatus
 from ...oracle import Model
+from ...protocol.model import TaskStatus
 from .history import Call, Outcome
 from .partition import possibly_terminal
 

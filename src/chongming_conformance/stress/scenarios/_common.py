@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
 
-from ...messages import with_hint
-from ...model import Command
+from ...oracle.messages import with_hint
+from ...protocol.model import Command
 from ..contention import CONTENTION_HINT, LOCK_CONTENTION, contention_kind, error_text
 from ..harness import Harness, WorkerContext
 from ..log import Op

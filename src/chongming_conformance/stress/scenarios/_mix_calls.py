@@ -20,8 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ...protocol import TaskStore
+from ...protocol.model import Progress, TaskQuery, TaskSnapshot, TaskStatus
 from ..harness import WorkerContext
 from ..records import BASE, at, command, snapshot_summary, task, transition, transitions_summary
 from ._common import logged_claim

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...clauses import CLAUSES, Scope
+from ...protocol.clauses import CLAUSES, Scope
 from ..harness import Harness
 
 __all__ = ["SCENARIOS", "Scenario", "register", "sort_by_catalogue"]

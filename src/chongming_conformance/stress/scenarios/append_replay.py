@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from ...model import Transition
+from ...protocol.model import Transition
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import task, transition, transitions_summary

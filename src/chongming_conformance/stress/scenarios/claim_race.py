@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ...model import Command
+from ...protocol.model import Command
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, command, offset

@@ -20,8 +20,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from ...factory import enter_store
 from ...protocol import TaskStore
+from ...seam.factory import enter_store
 from ..harness import Harness
 from ..records import task
 from ._registry import Scenario, register

@@ -34,7 +34,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from ...model import Progress, TaskSnapshot, Transition
+from ...protocol.model import Progress, TaskSnapshot, Transition
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, command, offset, task, transition

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 
-from ...model import Command, TaskSnapshot
+from ...protocol.model import Command, TaskSnapshot
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, command, task

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...model import Progress, TaskSnapshot, TaskStatus
+from ...protocol.model import Progress, TaskSnapshot, TaskStatus
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, snapshot_summary, task

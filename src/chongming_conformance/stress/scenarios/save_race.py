@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from functools import partial
 
-from ...model import TaskSnapshot, Transition
+from ...protocol.model import TaskSnapshot, Transition
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import task, transition

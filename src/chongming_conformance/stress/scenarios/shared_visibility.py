@@ -18,8 +18,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ...codec import encode_dt
-from ...model import TaskQuery
+from ...protocol.codec import encode_dt
+from ...protocol.model import TaskQuery
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, snapshot_summary, task, transition, transitions_summary

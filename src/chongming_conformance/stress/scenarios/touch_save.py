@@ -18,8 +18,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from ...codec import encode_dt
-from ...model import Progress
+from ...protocol.codec import encode_dt
+from ...protocol.model import Progress
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs, Op
 from ..records import at, snapshot_summary, task

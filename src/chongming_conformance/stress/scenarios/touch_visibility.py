@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...codec import encode_dt
-from ...model import Progress
+from ...protocol.codec import encode_dt
+from ...protocol.model import Progress
 from ..harness import Harness, WorkerContext, WorkerSpec
 from ..log import Logs
 from ..records import at, snapshot_summary, task
