@@ -192,21 +192,14 @@ class WorkerContext:
         self._events[name].set()
 
     def call(
-        self,
-        op: str,
-        detail: dict[str, Any],
-        fn: Callable[[], T],
-        *,
-        now: datetime | None = None,
-        summarize: Callable[[T], Any] | None = None,
-        record: bool | None = None,
-        qualifier: str | None = None,
+        self, op: str, detail: dict[str, Any], fn: Callable[[], T], *,
+        now: datetime | None = None, summarize: Callable[[T], Any] | None = None,
+        record: bool | None = None, qualifier: str | None = None,
     ) -> Outcome[T]:
         """Run one store call, logging invoke and result; never raises a store error.
 
-        ``qualifier``: what kind of call this is beyond its method, for the faults aimed at
-        kinds of call (``faults.plan.QUALIFIERS``; on the call board only).
-
+        ``qualifier``: the call's kind beyond its method, on the call board
+        (``faults.plan.QUALIFIERS``: the faults aimed at kinds of call read it).
         ``record=True`` (default: ``self.record_calls``) also logs the full call -- the
         protocol method with every argument, and the whole result -- in codec form
         (``stress.calls``), which the linearizability checker and the timeline read.

@@ -61,7 +61,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...model import TaskQuery
+from ...protocol.model import TaskQuery
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
