@@ -12,7 +12,7 @@ from typing import Any
 
 from test_outcomes import every_gated_clause_passing, outcome, records, suite_test
 
-from chongming_conformance.faults.nemesis import Applied, Landing
+from chongming_conformance.faults.applied import Applied, Landing
 from chongming_conformance.faults.plan import READS, WRITES, Cell, Fault
 from chongming_conformance.protocol.capabilities import Capabilities
 from chongming_conformance.report import NOT_VERIFIED, PASS, assess

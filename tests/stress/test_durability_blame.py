@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from lincheck_helpers import Recorder
 
-from chongming_conformance.faults.nemesis import Applied, Fault
+from chongming_conformance.faults.applied import Applied
+from chongming_conformance.faults.plan import Fault
 from chongming_conformance.stress.records import task
 from chongming_conformance.stress.scenarios.fault_workload import (
     DURABILITY,

@@ -18,8 +18,9 @@ backend author.
   server, fail over), scheduled by the nemesis with ``--chongming-faults=deployment``.
 """
 
+from .applied import Applied, read_nemesis_log
 from .deployment import Action, Deployment, DeploymentError
-from .nemesis import NETWORK_KINDS, PAUSE_KINDS, Applied, Fault, Nemesis, plan, read_nemesis_log
+from .nemesis import NETWORK_KINDS, PAUSE_KINDS, Fault, Nemesis, plan
 from .network import NETWORK_KEYWORD, Network, takes_network
 from .proxy import FaultProxy
 from .toxics import Latency, LimitData, ResetPeer, Timeout, Toxic

@@ -54,6 +54,8 @@ __all__ = ["Aimer", "Board", "Hit", "Trigger"]
 #: How many times a connection's owner is looked up before it is taken as nobody's (a
 #: connection the parent opened, or one whose owner exited).
 _RESOLVE_TRIES = 3
+#: The share of a method's calls a round-trip count needs to be its "deep" one.
+DEEP_SHARE = 0.15
 
 Action = Literal["drop", "reset", "stall", "hold", "kill"]
 
@@ -89,7 +91,9 @@ class Trigger:
     ``methods``: the protocol methods it may hit (empty: any call); ``direction``:
     ``"upstream"`` fires on the first chunk of a request, ``"downstream"`` on the first
     chunk of a reply; ``round_trip``: ``"last"`` (the method's learned last round trip --
-    the commit), ``"any"``, a number (1 = the call's first request), or ``"between"``: the
+    the commit), ``"deep"`` (the last round trip of the longest calls a good share of its
+    calls make -- the commit of a call that did something: a claim that leased, a prune
+    that deleted), ``"any"``, a number (1 = the call's first request), or ``"between"``: the
     request ``2 + pick % (last - 1)`` of a call whose method makes ``last >= 2`` round
     trips -- between two requests of one call, consecutive picks reaching consecutive
     gaps (a method that makes one request never matches it); ``workers``: the
@@ -102,7 +106,7 @@ class Trigger:
     action: Action
     direction: Direction
     methods: frozenset[str] = frozenset()
-    round_trip: int | Literal["last", "any", "between"] = "last"
+    round_trip: int | Literal["last", "deep", "any", "between"] = "last"
     workers: frozenset[int] = frozenset()
     hold: float = 0.0
     pick: int = 0
@@ -162,6 +166,16 @@ class _Learned:
         if not counter:
             return None
         return max(counter.items(), key=lambda kv: (kv[1], kv[0]))[0]
+
+    def deep(self, method: str) -> int | None:
+        """The largest count at least :data:`DEEP_SHARE` of the calls made, or None: the
+        commit of the calls that did something. A claim that leased nothing, or a prune
+        that found nothing, stops a request or more before one that did."""
+        counter = self.counts.get(method)
+        if not counter:
+            return None
+        total = sum(counter.values())
+        return max(n for n, c in counter.items() if c >= DEEP_SHARE * total)
 
 
 class Aimer(Interceptor):
@@ -306,6 +320,10 @@ class Aimer(Interceptor):
             learned = self._learned.last(method)
             if trigger.round_trip == "last":
                 if learned is None or track.round_trip != learned:
+                    continue
+            elif trigger.round_trip == "deep":
+                deep = self._learned.deep(method)
+                if deep is None or track.round_trip != deep:
                     continue
             elif trigger.round_trip == "between":
                 if learned is None or learned < 2 or \

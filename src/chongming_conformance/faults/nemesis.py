@@ -50,11 +50,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .aim import Aimer, Hit, Trigger
+from .applied import PRECISE_UNAIMED, Applied, Landing
 from .deployment import Action
 from .network import Network
 from .plan import (
@@ -73,78 +73,18 @@ from .toxics import Latency, LimitData, Timeout
 
 __all__ = [
     "DEPLOYMENT_PREFIX",
-    "LOG_NAME",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
-    "Applied",
     "Fault",
-    "Landing",
     "Nemesis",
     "kinds_for",
     "plan",
-    "read_nemesis_log",
 ]
 
-#: The file a nemesis logs its applied faults to, in the run's log folder.
-LOG_NAME = "nemesis.jsonl"
 #: Seconds an aimed fault waits for its call before it gives up (the workload makes most
 #: calls many times a second; a miss is logged and the planner tries another cell).
 AIM_WAIT = 2.0
-#: Kinds whose landing is recorded, and counts toward a run's coverage, even when not
-#: aimed: a pause is applied to a worker the call board shows inside a call; a blackhole,
-#: a reset or the server down on a connection with a request in flight leaves that call
-#: without its reply for sure. An unaimed lost reply, lost request, cut or latency acts on
-#: a connection's *next* chunks, which may belong to a later call or to none: its landings
-#: are not known, so none is recorded.
-PRECISE_UNAIMED = frozenset({"pause", "blackhole", "reset", "down"})
 
-
-@dataclass(frozen=True, slots=True)
-class Landing:
-    """A call a fault landed in: the worker's index and the call's ``seq`` in its log, the
-    method, at which round trip (0: not known, a pause or an unaimed fault) of how many the
-    method usually makes, and whether the fault was aimed at it."""
-
-    worker: int
-    seq: int
-    method: str
-    round_trip: int = 0
-    round_trips: int | None = None
-    aimed: bool = False
-
-    def counts(self, kind: str) -> bool:
-        """Whether this landing counts toward a run's coverage cells."""
-        return self.aimed or kind in PRECISE_UNAIMED
-
-    @classmethod
-    def of(cls, hit: Hit) -> Landing:
-        return cls(hit.worker, hit.seq, hit.method, hit.round_trip, hit.round_trips, True)
-
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """A fault as it was applied: its real interval (``time.monotonic()``, the clock of the
-    workers' logs), what it hit, and the calls it landed in (``landed``)."""
-
-    fault: Fault
-    start: float
-    end: float
-    detail: str
-    landed: tuple[Landing, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        return {"fault": asdict(self.fault), "start": self.start, "end": self.end,
-                "detail": self.detail, "landed": [asdict(x) for x in self.landed]}
-
-    @classmethod
-    def from_json(cls, rec: Mapping[str, Any]) -> Applied:
-        return cls(Fault(**rec["fault"]), float(rec["start"]), float(rec["end"]),
-                   str(rec.get("detail", "")),
-                   tuple(Landing(**x) for x in rec.get("landed", ())))
-
-    def tally(self) -> Counter[tuple[str, str]]:
-        """(kind, method) -> landings that count toward coverage."""
-        return Counter((self.fault.kind, x.method) for x in self.landed
-                       if x.counts(self.fault.kind))
 
 
 #: What the nemesis is told of a worker inside a call: index -> (pid, seq, method).
@@ -215,19 +155,26 @@ class Nemesis:
         return total
 
     # -- the loop ---------------------------------------------------------------------------
-    def _next(self) -> Fault | None:
+    def _next(self) -> list[Fault]:
+        """The next faults to apply: a volley of instant aimed ones (``Planner.volley``), or
+        one fault; none when the plan has ended."""
         if isinstance(self._faults, Planner):
             try:
-                return self._faults.next(self.tally())
+                return self._faults.volley(self.tally())
             except StopIteration:
-                return None
-        return next(self._faults, None)
+                return []
+        fault = next(self._faults, None)
+        return [] if fault is None else [fault]
 
     def _run(self) -> None:
         try:
-            while (fault := self._next()) is not None:
-                if self._stop.wait(fault.gap):
+            while faults := self._next():
+                if self._stop.wait(faults[0].gap):
                     return
+                if len(faults) > 1:
+                    self._volley(faults)
+                    continue
+                fault = faults[0]
                 start = time.monotonic()
                 self._landed = []
                 detail, undo = self._begin(fault)
@@ -249,6 +196,38 @@ class Nemesis:
                                      tuple(self._landed)))
         except Exception as exc:  # a nemesis that breaks must not take the run with it
             self.error = f"the nemesis stopped: {type(exc).__name__}: {exc}"
+
+    def _volley(self, faults: Sequence[Fault]) -> None:
+        """Instant aimed faults armed together, each waiting for its own kind of call (up
+        to :data:`AIM_WAIT`); each is logged on its own, as it landed or found nothing."""
+        assert isinstance(self._faults, Planner)
+        armed = time.monotonic()
+        triggers = {f.number: _trigger(f) for f in faults}
+        if self._aimer is None or self._network is None or not self._network.proxies:
+            for fault in faults:
+                self._faults.missed(fault)
+                self._record(Applied(fault, armed, armed, "no aim on the network"))
+            return
+        for trigger in triggers.values():
+            if trigger is not None:
+                self._aimer.arm(trigger)
+        waiting = {n for n, t in triggers.items() if t is not None}
+        until = armed + AIM_WAIT
+        while waiting and not self._stop.is_set() and time.monotonic() < until:
+            waiting = {n for n in waiting if not self._aimer.fired(n)}
+            time.sleep(0.001)
+        for fault in faults:
+            self._aimer.disarm(fault.number)
+            hits = self._aimer.fired(fault.number)
+            if hits:
+                hit = hits[0]
+                self._faults.landed(fault)
+                self._record(Applied(fault, hit.t, hit.t, hit.describe(), (Landing.of(hit),)))
+            else:
+                self._faults.missed(fault)
+                now = time.monotonic()
+                self._record(Applied(fault, armed, now,
+                                     f"no {_words(fault)} within {AIM_WAIT:g} s"))
 
     def _record(self, applied: Applied) -> None:
         self.applied.append(applied)
@@ -551,7 +530,7 @@ def _trigger(fault: Fault) -> Trigger | None:
     """The proxy trigger of an aimed network fault (None: the kind is not aimed so)."""
     methods = fault.methods
     if fault.kind == "lost-reply":  # the server ran the commit; the client never hears
-        return Trigger(fault.number, fault.kind, "drop", "downstream", methods, "last")
+        return Trigger(fault.number, fault.kind, "drop", "downstream", methods, "deep")
     if fault.kind == "lost-request":  # the commit never reaches the server
         return Trigger(fault.number, fault.kind, "drop", "upstream", methods, "last")
     if fault.kind == "reset":  # a reset inside the call, before one of its requests
@@ -565,23 +544,3 @@ def _trigger(fault: Fault) -> Trigger | None:
 def _signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):  # it exited (or was killed) meanwhile
         os.kill(pid, sig)
-
-
-
-
-
-def read_nemesis_log(logdir: str | Path) -> list[dict[str, Any]]:
-    """The applied faults a kept run logged (``[]`` when the run had no nemesis)."""
-    path = Path(logdir) / LOG_NAME
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-

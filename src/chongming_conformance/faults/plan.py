@@ -27,10 +27,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEPLOYMENT_PREFIX",
+    "INSTANT",
     "NETWORK_KINDS",
     "PAUSE_KINDS",
     "QUALIFIERS",
     "READS",
+    "VOLLEY",
     "WRITES",
     "Cell",
     "Fault",
@@ -263,6 +265,13 @@ _AIMED_DURATION: dict[str, Callable[[random.Random], float]] = {
 }
 #: The kinds a cell may aim (a cell of other kinds is counted, never aimed at).
 AIMABLE = frozenset(_AIMED_DURATION)
+#: The aimed kinds that are over the moment they fire (one chunk dropped, one connection
+#: closed or reset): several may wait for their calls at once, a *volley*, each on its own
+#: cell -- a run meets its cells in a fraction of the time one at a time would take, the
+#: rare kinds of call (an insert retried, a prune) waited for side by side.
+INSTANT = frozenset({"lost-reply", "lost-request", "reset"})
+#: The most aimed faults a volley arms at once.
+VOLLEY = 6
 #: An aimed cell whose fault found no such call this many times in a row waits its turn
 #: behind the others (the workload makes that call seldom, or not through the proxy).
 _PATIENCE = 3
@@ -311,6 +320,30 @@ class Planner:
         return Fault(self._number, fault.kind, fault.gap, fault.duration, fault.every,
                      fault.pick, fault.amount)
 
+    def volley(self, hits: Mapping[tuple[str, str], int]) -> list[Fault]:
+        """The next faults: up to :data:`VOLLEY` instant ones aimed at as many short cells
+        (a seeded rotation, the patient ones last), when the next short cell's fault is
+        instant; else the one :meth:`next` gives."""
+        short = [i for i in self._order if self.cells[i].landed(hits) < self.cells[i].minimum]
+        eager = [i for i in short if self._misses[i] < _PATIENCE] or short
+        if not eager:
+            return [self.next(hits)]
+        start = self._turn % len(eager)
+        rotated = eager[start:] + eager[:start]
+        out: list[Fault] = []
+        for i in rotated:
+            cell = self.cells[i]
+            if not set(cell.kinds) & INSTANT:
+                if not out:
+                    return [self.next(hits)]
+                continue
+            self._number += 1
+            out.append(self._aimed(cell, instant=True))
+            if len(out) == VOLLEY:
+                break
+        self._turn += len(out)
+        return out
+
     def missed(self, fault: Fault) -> None:
         """An aimed fault found no call to land in before it gave up."""
         for i, cell in enumerate(self.cells):
@@ -323,8 +356,9 @@ class Planner:
             if fault.kind in cell.kinds and set(cell.methods) == fault.methods:
                 self._misses[i] = 0
 
-    def _aimed(self, cell: Cell) -> Fault:
-        usable = [k for k in cell.kinds if k in AIMABLE and k in self._kinds]
+    def _aimed(self, cell: Cell, *, instant: bool = False) -> Fault:
+        usable = [k for k in cell.kinds if k in AIMABLE and k in self._kinds
+                  and (not instant or k in INSTANT)]
         kind = usable[self._rng.randrange(len(usable))]
         methods = cell.methods or (*WRITES, *READS)
         return Fault(self._number, kind, self._rng.uniform(0.02, 0.12),

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..faults.nemesis import Applied
+from ..faults.applied import Applied
 from ..faults.plan import READS, WRITES, Cell
 from .log import Logs
 

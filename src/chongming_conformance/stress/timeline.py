@@ -42,7 +42,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..faults.nemesis import Fault, read_nemesis_log
+from ..faults.applied import read_nemesis_log
+from ..faults.plan import Fault
 from ..protocol.model import Command, Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
 from .calls import decode_args, decode_value
 from .log import Logs, Op, read_log_dir

@@ -63,14 +63,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ...faults.aim import Aimer
-from ...faults.nemesis import (
-    DEPLOYMENT_PREFIX,
-    LOG_NAME,
-    NETWORK_KINDS,
-    Applied,
-    Nemesis,
-    kinds_for,
-)
+from ...faults.applied import LOG_NAME, Applied
+from ...faults.nemesis import DEPLOYMENT_PREFIX, NETWORK_KINDS, Nemesis, kinds_for
 from ...faults.plan import WRITES, Planner
 from ..fault_coverage import NO_HANG, RECOVERY, SAFETY, cells_for, matrix, unproven
 from ..harness import Group, Harness
