@@ -37,7 +37,7 @@ from chongming_conformance.stress.records import (
     transitions_summary,
 )
 from chongming_conformance.stress.scenarios import mixed_workload
-from chongming_conformance.stress.scenarios.mixed_workload import LEASE, LEASE_BASE
+from chongming_conformance.stress.scenarios._mix_calls import LEASE, LEASE_BASE
 
 #: The key tasks of the hand-written histories (named like the workload's, fewer of them).
 TASKS = tuple(f"mix-t{k}" for k in range(4))

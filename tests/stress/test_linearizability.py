@@ -44,7 +44,7 @@ from chongming_conformance.stress.lincheck.partition import partition_history
 from chongming_conformance.stress.lincheck.search import Meter
 from chongming_conformance.stress.log import Logs, Op
 from chongming_conformance.stress.records import at, command, task, transition
-from chongming_conformance.stress.scenarios.mixed_workload import LEASE_BASE
+from chongming_conformance.stress.scenarios._mix_calls import LEASE_BASE
 from reference_stores.memory import InMemoryTaskStore
 
 V0 = {tid: task(tid, name="w0-create") for tid in TASKS}
