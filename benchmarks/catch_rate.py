@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import Phase, settings
 from property_broken_stores import BROKEN_STORES
 
-from chongming_conformance.checks.hypothesis_profiles import PROFILES
-from chongming_conformance.checks.properties import StoreProperties
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.hypothesis_profiles import PROFILES
+from chongming_conformance.checking.properties import StoreProperties
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 
 
 def caught(store_name: str, check: str, runs: int) -> int:

@@ -31,9 +31,9 @@ import pytest
 from chongming_conformance.seam import reuse
 
 pytest.register_assert_rewrite(
-    "chongming_conformance.checks.contract",
-    "chongming_conformance.checks.properties",
-    "chongming_conformance.checks.stateful",
+    "chongming_conformance.checking.contract",
+    "chongming_conformance.checking.properties",
+    "chongming_conformance.checking.stateful",
     "chongming_conformance.oracle",
 )
 

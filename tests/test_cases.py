@@ -1,6 +1,6 @@
 """The generated checks meet the input cases that matter, at the default (ci) profile.
 
-Each targeted case (chongming_conformance.checks.cases.TARGETED) is where a realistic bug hides:
+Each targeted case (chongming_conformance.checking.cases.TARGETED) is where a realistic bug hides:
 a LIMIT before the WHERE, a prune by updated_at, a whole-second lease, a GLOB prefix. A
 check that never draws the case cannot catch the bug, however many examples it runs; this
 runs every check of TARGETED on the in-memory store at the ci profile (derandomized, so the
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from chongming_conformance.checks.cases import EXAMPLES, TARGETED, query_cases, take_counts
-from chongming_conformance.checks.hypothesis_profiles import load_profile
-from chongming_conformance.checks.properties import StoreProperties
+from chongming_conformance.checking.cases import EXAMPLES, TARGETED, query_cases, take_counts
+from chongming_conformance.checking.hypothesis_profiles import load_profile
+from chongming_conformance.checking.properties import StoreProperties
 from chongming_conformance.protocol.model import TaskQuery, TaskStatus
 from chongming_conformance.strategies.samples import snapshot
 from reference_stores.memory import InMemoryTaskStore
@@ -48,9 +48,9 @@ _MACHINE_COUNTS = """
 import json
 from chongming_conformance.plugin.draws import import_kit_modules
 import_kit_modules()  # as the plugin does before the first draw: a store's run draws these
-from chongming_conformance.checks.cases import take_counts
-from chongming_conformance.checks.hypothesis_profiles import load_profile
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.cases import take_counts
+from chongming_conformance.checking.hypothesis_profiles import load_profile
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from reference_stores.memory import InMemoryTaskStore
 
 class Machine(StoreStateMachineTests):

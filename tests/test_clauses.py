@@ -17,18 +17,18 @@ import inspect
 import re
 from pathlib import Path
 
-from chongming_conformance.checks.contract import StoreContract
-from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.checking.contract import StoreContract
+from chongming_conformance.checking.controller import ControllerContract
 from chongming_conformance.protocol import PROTOCOL_METHODS
 from chongming_conformance.protocol.clauses import CLAUSES, Level, Scope, checks, clauses_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK_MODULES = (
-    "chongming_conformance.checks.contract",
-    "chongming_conformance.checks.properties",
-    "chongming_conformance.checks.stateful",
+    "chongming_conformance.checking.contract",
+    "chongming_conformance.checking.properties",
+    "chongming_conformance.checking.stateful",
     "chongming_conformance.stress",
-    "chongming_conformance.checks.controller",
+    "chongming_conformance.checking.controller",
 )
 
 

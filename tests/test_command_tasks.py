@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from chongming_conformance import Command
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from reference_stores.memory import InMemoryTaskStore
 
 #: The command tests submitting more than one command, none of which needs a shared task.

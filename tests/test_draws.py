@@ -2,7 +2,7 @@
 
 Hypothesis mixes the constants of every loaded local module into its draws, so before the
 plugin imported every kit module at configure time (``plugin/draws.py``), importing
-``chongming_conformance.checks.contract`` before the state machine ran changed the machine's
+``chongming_conformance.checking.contract`` before the state machine ran changed the machine's
 derandomized inputs (the case counts of ``tests/test_cases.py`` moved with test order).
 Each order runs in a fresh interpreter; the case counts must be the same.
 """
@@ -19,13 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 _RUN = """
 import json, sys
 if sys.argv[1] == "contract-first":
-    import chongming_conformance.checks.contract  # what a contract test does before the machine
+    import chongming_conformance.checking.contract  # what a contract test does before the machine
 if sys.argv[2] == "settle":
     from chongming_conformance.plugin.draws import import_kit_modules
     import_kit_modules()
-from chongming_conformance.checks.cases import take_counts
-from chongming_conformance.checks.hypothesis_profiles import load_profile
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.cases import take_counts
+from chongming_conformance.checking.hypothesis_profiles import load_profile
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from reference_stores.memory import InMemoryTaskStore
 
 class Machine(StoreStateMachineTests):

@@ -100,7 +100,7 @@ def test_the_kits_kept_stores_are_closed_first_not_reported(
     false alarm, and the factory's teardown really ran."""
     marker = tmp_path / "torn-down"
     guarded.makepyfile(test_kept=f'''
-        from chongming_conformance.checks.contract import StoreContract
+        from chongming_conformance.checking.contract import StoreContract
         from chongming_conformance.seam.timeouts import unwrap
         from reference_stores.memory import InMemoryTaskStore
 

@@ -22,7 +22,7 @@ KIT = "chongming_conformance"
 LAYERS: tuple[str | set[str], ...] = (
     "plugin",
     {"commands", "suite"},
-    {"checks", "stress", "attest"},
+    {"checking", "stress", "attest"},
     "seam",
     {"report", "strategies"},
     {"oracle", "controller", "faults"},

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chongming_conformance import StoreError, TaskStatus
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.protocol.clauses import checks
 from chongming_conformance.strategies.samples import at, command, snapshot, transition
 from reference_stores import jsonfile

@@ -53,18 +53,18 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "progresses", "queries", "queries_for", "snapshot_lists", "snapshots", "statuses",
         "tag_sets", "tags", "task_ids", "texts", "transitions", "version_paths", "versions",
     ),
-    f"{KIT}.checks.contract": (
+    f"{KIT}.checking.contract": (
         "CommandContract", "ContractBase", "HistoryContract", "LifecycleContract",
         "QueryContract", "RoundTripContract", "StoreContract", "TaskContract", "TouchContract",
     ),
-    f"{KIT}.checks.properties": ("CodecProperties", "StoreProperties"),
-    f"{KIT}.checks.stateful": (
+    f"{KIT}.checking.properties": ("CodecProperties", "StoreProperties"),
+    f"{KIT}.checking.stateful": (
         "EPOCH", "STATE_MACHINE_CLAUSES", "StoreStateMachine", "StoreStateMachineTests",
     ),
-    f"{KIT}.checks.controller": (
+    f"{KIT}.checking.controller": (
         "ControllerContract", "FaultyStore", "SCENARIOS", "WRITE_METHODS", "run_cross_process",
     ),
-    f"{KIT}.checks.hypothesis_profiles": (
+    f"{KIT}.checking.hypothesis_profiles": (
         "DEFAULT_PROFILE", "FAST_PHASES", "PROFILES", "active_profile_name", "active_settings",
         "force_seed", "load_profile", "profile_name", "set_shrink", "shrinking",
     ),
@@ -176,7 +176,7 @@ def _unresolved(refs: dict[str, set[str]]) -> list[str]:
 def test_the_docs_show_imports() -> None:
     refs = shown_references(_doc_texts())
     assert len(refs) > 40
-    assert f"{KIT}.checks.contract:StoreContract" in refs  # README's first example
+    assert f"{KIT}.checking.contract:StoreContract" in refs  # README's first example
 
 
 def test_every_path_the_docs_show_imports() -> None:
@@ -219,3 +219,20 @@ def test_the_checker_catches_a_moved_path() -> None:
     assert sorted(refs) == [f"{KIT}.contract", f"{KIT}.contract:StoreContract",
                             f"{KIT}.seam.NoSuchSeam"]
     assert len(_unresolved(refs)) == 3
+
+
+def test_no_public_name_of_the_package_is_also_one_of_its_modules() -> None:
+    """``chongming_conformance.checks`` is the decorator; a subpackage of that name would
+    replace it on the package as soon as anything imported the subpackage, and
+    ``from chongming_conformance import checks`` would then depend on import order."""
+    import pkgutil
+
+    import chongming_conformance
+
+    modules = {m.name for m in pkgutil.iter_modules(chongming_conformance.__path__)}
+    assert not modules & set(chongming_conformance.__all__), modules & set(
+        chongming_conformance.__all__)
+    import chongming_conformance.checking.contract  # every part loaded
+    from chongming_conformance import checks
+
+    assert callable(checks)

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import settings
 
-from chongming_conformance.checks.contract import StoreContract
-from chongming_conformance.checks.properties import StoreProperties
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.contract import StoreContract
+from chongming_conformance.checking.properties import StoreProperties
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from chongming_conformance.seam.reuse import (
     StoreReuse,
     StoreReuseError,

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import settings
 
-from chongming_conformance.checks.contract import StoreContract
-from chongming_conformance.checks.properties import StoreProperties
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.contract import StoreContract
+from chongming_conformance.checking.properties import StoreProperties
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from chongming_conformance.protocol import TaskStore
 from chongming_conformance.seam import OPEN_STEP, TEARDOWN_STEP, StoreSeam
 from chongming_conformance.seam.timeouts import TimeoutProxy, unwrap

@@ -29,7 +29,7 @@ from chongming_conformance import (
     TaskQuery,
     TaskStatus,
 )
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.protocol.clauses import checks
 from chongming_conformance.protocol.codec import (
     COMMAND_COLUMNS,

@@ -31,9 +31,9 @@ from broken_stores import (
 )
 from hypothesis import settings
 
-from chongming_conformance.checks import contract as contract_package
-from chongming_conformance.checks.contract import StoreContract
-from chongming_conformance.checks.hypothesis_profiles import load_profile
+from chongming_conformance.checking import contract as contract_package
+from chongming_conformance.checking.contract import StoreContract
+from chongming_conformance.checking.hypothesis_profiles import load_profile
 from chongming_conformance.protocol import TaskStore
 from chongming_conformance.protocol.alphabet import ESCAPED_CHARACTERS
 from chongming_conformance.protocol.clauses import CLAUSES, Scope, clauses_of

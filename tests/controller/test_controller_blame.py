@@ -7,7 +7,7 @@
   COMPLETE-NEVER-RECLAIMED, not CTRL-STOP-DELIVERED-ONCE (whose own trap, a claim that
   ignores the lease, stays its own);
 * the dashboard reads (query by tag, run id, buckets; counts) wrong on a fresh store: the
-  store's query or counts clause (checks/controller/preflight.py).
+  store's query or counts clause (checking/controller/preflight.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from broken_stores import (
     TouchBumpsVersion,
 )
 
-from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.checking.controller import ControllerContract
 from chongming_conformance.oracle.blame import notes_blame
 from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot
 from reference_stores.memory import InMemoryTaskStore

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.checking.controller import ControllerContract
 from reference_stores import jsonfile, memory, sqlite
 
 

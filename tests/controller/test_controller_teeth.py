@@ -37,7 +37,7 @@ from broken_stores import (
     SaveWritesLease,
 )
 
-from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.checking.controller import ControllerContract
 from chongming_conformance.controller import Controller, ManualClock
 from chongming_conformance.protocol import TaskStore
 from chongming_conformance.protocol.clauses import clauses_of
@@ -80,7 +80,7 @@ def assert_caught(clause_id: str, what: str, failures: dict[str, BaseException |
     for exc in caught.values():
         assert isinstance(exc, AssertionError), f"{what} crashed the check: {exc!r}"
         frames = traceback.extract_tb(exc.__traceback__)
-        assert any("/checks/controller/" in f.filename for f in frames), (
+        assert any("/checking/controller/" in f.filename for f in frames), (
             f"{what} failed outside the controller checks: {exc!r}")
 
 

@@ -23,7 +23,7 @@ from chongming_conformance import (
     TaskStatus,
     Transition,
 )
-from chongming_conformance.checks.controller import FaultyStore
+from chongming_conformance.checking.controller import FaultyStore
 from chongming_conformance.controller import (
     BucketPolicy,
     Controller,

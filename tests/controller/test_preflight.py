@@ -17,7 +17,7 @@ from broken_stores import (
     TruncatesMicroseconds,
 )
 
-from chongming_conformance.checks.controller.preflight import FOUNDATION, explain, preflight
+from chongming_conformance.checking.controller.preflight import FOUNDATION, explain, preflight
 from chongming_conformance.oracle.blame import BLAME_NOTE, blame, notes_blame
 from chongming_conformance.protocol import TaskStore
 from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot

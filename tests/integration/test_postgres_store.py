@@ -48,7 +48,7 @@ from chongming_conformance import (
     TaskStatus,
     checks,
 )
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.strategies.samples import at, command, snapshot, transition
 from chongming_conformance.stress.contract import StressContract
 

@@ -17,7 +17,7 @@ import reference_stores
 from chongming_conformance import CATALOGUE_VERSION, CLAUSES, Scope, __version__
 from chongming_conformance.attest import verify_statement
 from chongming_conformance.attest.intoto import statement_problems
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.protocol.clauses import FAULT_MODES_NEEDED
 from chongming_conformance.suite import SUITE_DIR, suite_files
 

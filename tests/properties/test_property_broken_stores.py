@@ -32,9 +32,9 @@ from property_broken_stores import (
     UnescapedLikePrefix,
 )
 
-from chongming_conformance.checks.hypothesis_profiles import PROFILES
-from chongming_conformance.checks.properties import StoreProperties
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.hypothesis_profiles import PROFILES
+from chongming_conformance.checking.properties import StoreProperties
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from chongming_conformance.oracle.blame import BLAME_NOTE
 from reference_stores.memory import InMemoryTaskStore
 

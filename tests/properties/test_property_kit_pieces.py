@@ -13,14 +13,14 @@ from hypothesis import core as hypothesis_core
 from hypothesis import strategies as st
 
 from chongming_conformance import strategies as cst
-from chongming_conformance.checks.hypothesis_profiles import (
+from chongming_conformance.checking.hypothesis_profiles import (
     PROFILES,
     active_settings,
     load_profile,
     profile_name,
 )
-from chongming_conformance.checks.properties import CodecProperties, StoreProperties
-from chongming_conformance.checks.stateful import STATE_MACHINE_CLAUSES, StoreStateMachineTests
+from chongming_conformance.checking.properties import CodecProperties, StoreProperties
+from chongming_conformance.checking.stateful import STATE_MACHINE_CLAUSES, StoreStateMachineTests
 from chongming_conformance.oracle import check_query
 from chongming_conformance.protocol import alphabet, clauses
 from chongming_conformance.protocol.model import TaskQuery, TaskSnapshot
@@ -217,7 +217,7 @@ def test_no_profile_shrinks_unless_asked() -> None:
     """A red run must be about as fast as a green one: shrinking is opt-in."""
     from hypothesis import Phase
 
-    from chongming_conformance.checks import hypothesis_profiles as hp
+    from chongming_conformance.checking import hypothesis_profiles as hp
 
     for name in hp.PROFILES:
         assert Phase.shrink not in hp.load_profile(name).phases, name

@@ -7,8 +7,8 @@ chosen with ``--hypothesis-profile`` or ``--chongming-profile``).
 
 from __future__ import annotations
 
-from chongming_conformance.checks.properties import CodecProperties, StoreProperties
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.properties import CodecProperties, StoreProperties
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from reference_stores import memory, sqlite
 
 

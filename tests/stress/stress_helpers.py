@@ -8,7 +8,7 @@ import unittest
 from collections.abc import Callable
 from typing import Any
 
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.seam.factory import enter_opener
 from chongming_conformance.stress import ScenarioResult, StressProfile, run_scenario
 

@@ -20,7 +20,7 @@ from stress_stores import (
     shared,
 )
 
-from chongming_conformance.checks.controller.contract import ControllerContract
+from chongming_conformance.checking.controller.contract import ControllerContract
 from chongming_conformance.protocol.clauses import CLAUSES, Scope, clauses_of
 from chongming_conformance.stress import (
     PROFILES,
@@ -73,7 +73,7 @@ def test_an_opener_that_cannot_be_pickled_is_refused_with_the_reason() -> None:
 
 def test_every_cross_process_clause_has_a_scenario_and_a_contract_test() -> None:
     # XP-CTRL-* are cross-process too, but their scenarios drive Controllers, so they live
-    # with the controller checks (checks/controller/crossprocess.py), checked below.
+    # with the controller checks (checking/controller/crossprocess.py), checked below.
     by_controller = {cid for n in dir(ControllerContract) if n.startswith("test_")
                      for cid in clauses_of(getattr(ControllerContract, n))}
     cross = {c.id for c in CLAUSES.values() if c.scope is Scope.CROSS_PROCESS}

@@ -3,7 +3,7 @@
 See docs/controller.md for the wiring and the checks built on it.
 
 The part ``controller`` (docs/architecture.md, "The parts") may import ``protocol`` only;
-its checks are ``chongming_conformance.checks.controller``.
+its checks are ``chongming_conformance.checking.controller``.
 """
 
 from __future__ import annotations

@@ -25,16 +25,16 @@ from __future__ import annotations
 import pytest
 
 pytest.register_assert_rewrite(
-    "chongming_conformance.checks.contract",
-    "chongming_conformance.checks.properties",
-    "chongming_conformance.checks.stateful",
+    "chongming_conformance.checking.contract",
+    "chongming_conformance.checking.properties",
+    "chongming_conformance.checking.stateful",
     "chongming_conformance.oracle",
     "chongming_conformance.stress",
 )
 
 # Imported after register_assert_rewrite on purpose: none of these is rewritten,
 # and none imports the modules above.
-from ..checks.hypothesis_profiles import force_seed  # noqa: E402
+from ..checking.hypothesis_profiles import force_seed  # noqa: E402
 from ..report import masked_logging  # noqa: E402
 from ..suite import _config  # noqa: E402
 from .draws import import_kit_modules  # noqa: E402

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..checks.cases import take_counts
+from ..checking.cases import take_counts
 from ..oracle.blame import failure_blames
 from ..oracle.messages import elide_start
 from ..report import (

@@ -337,7 +337,7 @@ def _profile(config: pytest.Config) -> str | None:
     """``--chongming-profile``, checked before the store is opened (usage error if unknown)."""
     name: str | None = config.getoption("chongming_profile")
     if name:
-        from ..checks.hypothesis_profiles import profile_name
+        from ..checking.hypothesis_profiles import profile_name
 
         try:
             profile_name(name)
@@ -467,18 +467,18 @@ def load_profile(name: str | None, *, shrink: bool = False) -> None:
     """Load the hypothesis profile ``--chongming-profile`` names (usage error if unknown),
     and switch shrinking on for ``--chongming-shrink``."""
     if shrink:
-        from ..checks.hypothesis_profiles import set_shrink
+        from ..checking.hypothesis_profiles import set_shrink
 
         set_shrink(True)
     if not name:
         return
     try:
-        profiles = importlib.import_module("chongming_conformance.checks.hypothesis_profiles")
+        profiles = importlib.import_module("chongming_conformance.checking.hypothesis_profiles")
     except ModuleNotFoundError as exc:
-        if exc.name == "chongming_conformance.checks.hypothesis_profiles":
+        if exc.name == "chongming_conformance.checking.hypothesis_profiles":
             raise pytest.UsageError(
                 f"--chongming-profile={name!r}: this build of chongming-conformance has no "
-                "profiles module (chongming_conformance.checks.hypothesis_profiles)."
+                "profiles module (chongming_conformance.checking.hypothesis_profiles)."
             ) from None
         raise
     try:

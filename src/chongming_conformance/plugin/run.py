@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .. import __version__
-from ..checks.hypothesis_profiles import PROFILES, active_profile_name
+from ..checking.hypothesis_profiles import PROFILES, active_profile_name
 from ..faults.deployment import describe_topology
 from ..protocol.clauses import CATALOGUE_VERSION, unjudged_fault_clauses
 from ..report import (

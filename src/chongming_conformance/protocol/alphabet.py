@@ -7,7 +7,7 @@ them: MariaDB's ``JSON_CONTAINS`` compares escaped JSON text, and Python writes
 U+000F or U+001A..U+001F never match while every other control does. A sample
 that holds *some* controls therefore proves nothing about the others: this
 module lists them *all*, by class, so the contract's fixed samples
-(:mod:`chongming_conformance.checks.contract`) and the strategies
+(:mod:`chongming_conformance.checking.contract`) and the strategies
 (:mod:`chongming_conformance.strategies`) can use every one in every run.
 
 Two shapes:

@@ -77,7 +77,7 @@ class TestResult:
     #: Clauses a failure is blamed on (a ``chongming-blame:`` note); empty: all it declares.
     blames: tuple[str, ...] = ()
     #: For a generated check: examples tried (``examples``) and how many met each targeted
-    #: input case (``chongming_conformance.checks.cases``); None for other tests.
+    #: input case (``chongming_conformance.checking.cases``); None for other tests.
     cases: Annotated[dict[str, int] | None, OPTIONAL_KEY] = None
     #: For a stress test that failed or injected faults: its run drawn as data
     #: (``stress.picture``, schema ``chongming-history``); None for other tests.

@@ -11,7 +11,7 @@ supplies ``make_store`` (the user's factory), ``wrap_store`` (every call timed)
 and ``guard`` (opening and teardown timed), so each module is a few lines::
 
     # suite/test_properties.py
-    from chongming_conformance.checks.properties import StoreProperties
+    from chongming_conformance.checking.properties import StoreProperties
     from chongming_conformance.suite._config import ConfiguredSeam
 
     class TestStoreProperties(ConfiguredSeam, StoreProperties):

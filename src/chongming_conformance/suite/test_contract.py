@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chongming_conformance.checks.contract import StoreContract
+from chongming_conformance.checking.contract import StoreContract
 from chongming_conformance.suite._config import ConfiguredSeam
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chongming_conformance.checks.controller import ControllerContract
+from chongming_conformance.checking.controller import ControllerContract
 from chongming_conformance.suite import _config
 from chongming_conformance.suite._config import ConfiguredSeam
 

@@ -8,7 +8,7 @@ call and its teardown run under the per-call timeout. Settings come from
 
 from __future__ import annotations
 
-from chongming_conformance.checks.properties import StoreProperties
+from chongming_conformance.checking.properties import StoreProperties
 from chongming_conformance.suite._config import ConfiguredSeam
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chongming_conformance.checks.stateful import StoreStateMachineTests
+from chongming_conformance.checking.stateful import StoreStateMachineTests
 from chongming_conformance.suite._config import ConfiguredSeam
 
 

@@ -3,12 +3,12 @@
 One job: each rule drives the command queue of the store -- submits, claims at lease
 boundaries and inside fractional leases, completes and releases -- and checks every claim
 against the model (``oracle.check_claim``). Split out of
-:mod:`chongming_conformance.checks.stateful` by the protocol's seam (``_task_rules`` holds
+:mod:`chongming_conformance.checking.stateful` by the protocol's seam (``_task_rules`` holds
 the task rules). ``CommandRules`` extends
 ``TaskRules`` rather than standing beside it, so the rule bodies run in their old order and
 ``STATE_MACHINE_CLAUSES`` keeps it; hypothesis orders rules by name, not by class, so the
 split changes no draw. Private: use
-:class:`chongming_conformance.checks.stateful.StoreStateMachine`.
+:class:`chongming_conformance.checking.stateful.StoreStateMachine`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The codec's own property checks: every value in the strategies' domain survives
 ``codec``'s row round trip (no store needed).
 
-Split from :mod:`chongming_conformance.checks.properties` (which re-exports
+Split from :mod:`chongming_conformance.checking.properties` (which re-exports
 :class:`CodecProperties`), with the two helpers both use: :func:`_run`, which builds the
 ``@given`` test when the check runs (so the active profile applies), and :func:`_same`.
 """

@@ -2,7 +2,7 @@
 
 Subclass exactly like ``StoreContract``::
 
-    from chongming_conformance.checks.properties import StoreProperties
+    from chongming_conformance.checking.properties import StoreProperties
 
     class TestMyStoreProperties(StoreProperties):
         def make_store(self):
@@ -13,7 +13,7 @@ example gets a **fresh store** from ``make_store`` (opened and closed through
 the seam, ``StoreSeam.opened_store()``), so examples cannot leak into
 each other. That isolation has a price per example -- a new SQLite file, a
 new Postgres schema -- which is why the kit's profiles keep example counts
-modest (see ``chongming_conformance.checks.hypothesis_profiles``).
+modest (see ``chongming_conformance.checking.hypothesis_profiles``).
 
 The ``@given`` test is built when the method runs, with the settings of
 ``hypothesis_profiles.active_settings()`` (or ``hypothesis_settings`` if a subclass sets

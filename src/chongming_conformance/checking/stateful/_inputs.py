@@ -1,11 +1,11 @@
 """What the state machine draws and sends: its clock, leases, limits, ids and snapshots.
 
-One job: the inputs of :class:`chongming_conformance.checks.stateful.StoreStateMachine` -- clock
+One job: the inputs of :class:`chongming_conformance.checking.stateful.StoreStateMachine` -- clock
 steps that land on lease boundaries, the leases and limits the guide defines, id pools with
 LIKE and case collisions, snapshot fields with ties, and the call each method gets after
 ``close()``. Split out so the machine's rules read as calls and checks, and so what it never
 sends (a lease of 0, ``limit=0``) is stated in one place. Private: import ``EPOCH`` from
-:mod:`chongming_conformance.checks.stateful`.
+:mod:`chongming_conformance.checking.stateful`.
 """
 
 from __future__ import annotations

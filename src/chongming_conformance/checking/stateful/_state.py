@@ -5,7 +5,7 @@ closed in teardown, the ``oracle.Model`` beside it, the integer clock, the bundl
 and ``_blamed``, which records the clauses each rule declares (in rule order) for
 ``STATE_MACHINE_CLAUSES``. Split out so the rule modules (``_task_rules``,
 ``_command_rules``) hold only rules. Private: use
-:class:`chongming_conformance.checks.stateful.StoreStateMachine`.
+:class:`chongming_conformance.checking.stateful.StoreStateMachine`.
 """
 
 from __future__ import annotations

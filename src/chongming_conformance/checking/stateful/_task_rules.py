@@ -1,11 +1,11 @@
 """The state machine's task rules: create, save, get, query, append, history, touch.
 
 One job: each rule calls one task or history method of the store, checks the answer against
-the model (``oracle``) and adopts it. Split out of :mod:`chongming_conformance.checks.stateful` by
+the model (``oracle``) and adopts it. Split out of :mod:`chongming_conformance.checking.stateful` by
 the protocol's seam: these rules touch task snapshots and their history, the ones in
 ``_command_rules`` the command queue. The rule bodies are unchanged; hypothesis orders rules
 by name, not by class, so the split changes no draw. Private: use
-:class:`chongming_conformance.checks.stateful.StoreStateMachine`.
+:class:`chongming_conformance.checking.stateful.StoreStateMachine`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Subclass it, implement ``make_store()``, and pytest collects the tests::
 
-    from chongming_conformance.checks.contract import StoreContract
+    from chongming_conformance.checking.contract import StoreContract
 
     class TestMyStore(StoreContract):
         def make_store(self):

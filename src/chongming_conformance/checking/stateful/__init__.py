@@ -2,7 +2,7 @@
 
 Subclass like ``StoreContract``; a store factory is the only input::
 
-    from chongming_conformance.checks.stateful import StoreStateMachineTests
+    from chongming_conformance.checking.stateful import StoreStateMachineTests
 
     class TestMyStoreStateful(StoreStateMachineTests):
         def make_store(self):
