@@ -21,7 +21,6 @@ EXCEPTIONS: dict[str, str] = {
     ),
     # Found over the limit when this test was added; not yet split.
     "stress/lincheck/projection.py": "linearizability projection of every call; split pending",
-    "stress/scenarios/mixed_workload.py": "mixed-workload scenario and its judge; split pending",
 }
 
 

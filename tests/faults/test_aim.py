@@ -103,3 +103,16 @@ def test_a_call_under_way_when_armed_never_matches(rig: _Rig) -> None:
     rig.writer.result(rig.seq, ok=True)
     assert rig.aimer.fired(1) == []
     assert rig.call("save", 3).count(0.25) == 1  # the next call is the one it hits
+
+
+def test_a_freeze_holds_exactly_the_request_it_names(rig: _Rig) -> None:
+    """The mixed workload's freezes name a request number: that request of the next call of
+    the method is held back (the call stands still after the ones before it), no other."""
+    rig.call("save", 4)  # learned: a save makes 4 requests
+    rig.aimer.arm(Trigger(1, "freeze", "hold", "upstream", frozenset({"save"}), 3,
+                          frozenset({0}), hold=3.0))
+    assert rig.call("get", 1) == [None]
+    assert rig.call("save", 4) == [None, None, 3.0, None]
+    assert rig.call("save", 4) == [None, None, None, None]  # it fired once
+    [hit] = rig.aimer.fired(1)
+    assert (hit.method, hit.round_trip, hit.round_trips) == ("save", 3, 4)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from chongming_conformance.faults.proxy import FaultProxy
+from chongming_conformance.faults.proxy import ChunkSeen, Decision, FaultProxy, Interceptor
 from chongming_conformance.faults.toxics import Latency, LimitData, ResetPeer, Timeout
 
 WAIT = 10.0  # bound on any wait; never a speed target
@@ -375,3 +375,33 @@ def test_psycopg_through_the_proxy_fails_on_a_reset(postgres_dsn: str) -> None:
             assert proxy.reset() == 1
             with pytest.raises(psycopg.OperationalError):
                 conn.execute("select 1")
+
+
+class _HoldFirst(Interceptor):
+    """Holds the first request of every connection back for a long time (the aim's freeze)."""
+
+    def __init__(self) -> None:
+        self.held = 0
+
+    def on_chunk(self, chunk: ChunkSeen) -> Decision:
+        if chunk.direction == "upstream" and self.held == 0:
+            self.held += 1
+            return 60.0
+        return None
+
+
+def test_release_sends_at_once_what_a_hold_keeps_back_in_order(proxy: FaultProxy) -> None:
+    """A frozen request goes on when the aim says so, long before its hold would end, and
+    what the client sent after it still comes after it."""
+    proxy.set_interceptor(_HoldFirst())
+    with _connect(proxy) as sock:
+        sock.sendall(b"first")
+        _assert_silent(sock)
+        sock.sendall(b"second")
+        _assert_silent(sock)
+        [conn] = proxy.connections()
+        assert proxy.release(conn) is True
+        assert _recv_exact(sock, len(b"firstsecond")) == b"firstsecond"
+        _round_trip(sock)  # and the connection carries on as usual
+    _wait_until(lambda: not proxy.connections(), "the connection to close")
+    assert proxy.release(conn) is False  # gone: nothing to release

@@ -1,5 +1,6 @@
-"""Teeth of the fault run: four Postgres stores that are correct on a healthy network and
-each wrong in one realistic way once the network breaks.
+"""Teeth of the fault run: Postgres stores that are correct on a healthy network and each
+wrong in one realistic way once the network breaks (their MariaDB twins are in
+``fault_stores_mariadb.py``).
 
 Each is the reference ``PostgresTaskStore`` with one mistake, and each has a
 ``make_<name>(network=None)`` factory shaped like the reference ``make_shared_store``: a
@@ -14,45 +15,84 @@ Which fault clause each must fail, and only that one (tests/stress/test_fault_te
 * :class:`RetryingSave` -- XP-FAULT-SAFETY (a conflict reported for a save that happened);
 * :class:`SwallowingWrites` -- XP-FAULT-SAFETY (a write reported done that never happened);
 * :class:`OneConnection` -- XP-FAULT-RECOVERY (a dead connection kept for ever);
-* :class:`NoClientTimeout` -- XP-FAULT-NO-HANG (a call waiting for ever on a blackhole).
+* :class:`NoClientTimeout` -- XP-FAULT-NO-HANG (a call waiting for ever on a blackhole);
+* :class:`EmptyClaimOnError` -- XP-FAULT-SAFETY (commands leased to nobody after a lost
+  reply, or left out of a claim after a lost request);
+* :class:`SwallowingRelease` -- XP-FAULT-SAFETY (a release reported done that never
+  happened: the command stays leased);
+* :class:`SwallowingTouch` -- XP-FAULT-SAFETY (a heartbeat, lease or progress reported
+  written that is not there);
+* :class:`ReadBackInsert` -- XP-FAULT-SAFETY (an insert whose request was lost reported as
+  created because another process inserted the same id);
+* :class:`PruneZeroOnError` -- XP-FAULT-SAFETY (a prune that deleted reported as having
+  deleted nothing);
+* :class:`CancelOnTimeout` -- XP-FAULT-NO-HANG (a cancel request where the socket should
+  be cut: nothing to cancel on a blackhole, so the call waits for ever).
+
+No split create here (MariaDB has one, ``fault_stores_mariadb.SplitCreate``): the Postgres
+schema keeps a task's tags in its row, so a create split over two transactions (the row
+with no tags, then the tags) shows its half-done row to every reader, and the mixed
+workload's queries, which overlap other workers' creates, see it on a healthy network (red
+in 4 of 7 runs without faults). MariaDB's tag rows are read only by a query by tag, which
+no create overlaps.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
+import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
-from chongming_conformance import StoreError, Transition
+from chongming_conformance import Command, Progress, StoreError, TaskSnapshot, Transition
 from reference_stores.postgres import (
     NETWORK_CALL_TIMEOUT,
     PostgresTaskStore,
+    _begin_statement,
     _configure,
     _dropped_on_exit,
     _dsn_from_env,
     _Lease,
     _Watchdog,
     install_schema,
+    open_pool,
     routed_dsn,
 )
-from reference_stores.postgres_schema import _failure, validate_schema_name
+from reference_stores.postgres_schema import _failure, _ident, validate_schema_name
 
 __all__ = [
+    "CancelOnTimeout",
+    "EmptyClaimOnError",
     "NoClientTimeout",
     "OneConnection",
+    "PruneZeroOnError",
+    "ReadBackInsert",
     "RetryingSave",
+    "SwallowingRelease",
+    "SwallowingTouch",
     "SwallowingWrites",
+    "make_cancel_on_timeout",
+    "make_empty_claim_on_error",
     "make_no_client_timeout",
     "make_one_connection",
+    "make_prune_zero_on_error",
+    "make_read_back_insert",
     "make_retrying_save",
+    "make_swallowing_release",
+    "make_swallowing_touch",
     "make_swallowing_writes",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 class RetryingSave(PostgresTaskStore):
@@ -189,6 +229,223 @@ class NoClientTimeout(PostgresTaskStore):
                    call_timeout=None)
 
 
+class EmptyClaimOnError(PostgresTaskStore):
+    """"No commands this poll; the next poll retries": a claim that fails returns ``[]``, so
+    the consumer's polling loop never sees an exception.
+
+    A claim whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut
+    reply after the commit) has leased its commands -- to nobody: the caller was told
+    there were none, and every other consumer skips them until the lease runs out. A
+    claim whose request was lost says "nothing claimable" while commands wait. Either
+    way a returned ``[]`` is an answer, not an unknown effect. XP-FAULT-SAFETY: the next
+    claim that no other command call overlaps (the check phase's) misses commands the
+    model says are claimable. A correct store raises StoreError (unknown outcome).
+    """
+
+    def claim_commands(
+        self, *, now: datetime, lease_seconds: float, limit: int = 50
+    ) -> Sequence[Command]:
+        try:
+            return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("claim failed, no commands this poll: %s", exc)
+            return []  # the mistake modelled here
+
+
+class SwallowingRelease(PostgresTaskStore):
+    """"Release is an optimisation, the lease runs out anyway": ``release_command`` logs and
+    swallows a StoreError and returns.
+
+    When the request never reached the server (a lost request, a reset before it, the
+    server down) the command stays leased although release returned: the model says it
+    is claimable at once, and a claim no other command call overlaps (the check phase's,
+    inside the lease) leaves it out. XP-FAULT-SAFETY. A correct store raises StoreError.
+    """
+
+    def release_command(self, command_id: str, *, now: datetime) -> None:
+        try:
+            super().release_command(command_id, now=now)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("release of %s failed, the lease will run out: %s", command_id, exc)
+
+
+class SwallowingTouch(PostgresTaskStore):
+    """"A heartbeat is best effort": ``touch`` logs and swallows a StoreError and returns
+    ("the next heartbeat writes it anyway; a supervisor must not crash over one").
+
+    A touch whose request was lost (or whose COMMIT never arrived) wrote nothing, yet
+    returned: the lease owner, lease end and progress it reported written are not there,
+    and the next read of the task -- before another touch overwrites them -- shows the
+    old ones. XP-FAULT-SAFETY. A correct store raises StoreError.
+    """
+
+    def touch(
+        self,
+        task_id: str,
+        *,
+        progress: Progress | None = None,
+        heartbeat_at: datetime | None = None,
+        lease_owner: str | None = None,
+        lease_until: datetime | None = None,
+    ) -> None:
+        try:
+            super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
+                          lease_owner=lease_owner, lease_until=lease_until)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("heartbeat of %s lost, the next one writes it: %s", task_id, exc)
+
+
+def _lost_connection(exc: StoreError) -> bool:
+    """Whether ``exc`` came from the connection failing (psycopg's OperationalError: a
+    reset, a cut reply, the watchdog's timeout), not from the statement."""
+    return isinstance(exc.__cause__, psycopg.OperationalError)
+
+
+class ReadBackInsert(PostgresTaskStore):
+    """"The reply was lost, but the row is there, so it committed": when ``create`` or
+    ``submit_command`` fails on the connection (the StoreError's cause is psycopg's
+    OperationalError), the store reads the id back on another pooled connection and, if
+    the row exists, returns as if its insert had succeeded; if it is absent, StoreError.
+
+    Right when the reply of this very insert was lost. Wrong when the request was lost
+    (or the COMMIT never arrived, rolling the insert back) and another process inserted
+    the same id meanwhile -- the workload's workers race to create the same key tasks and
+    to submit the same shared command ids: the read-back finds the other one's row, and a
+    duplicate is reported as created (two creates of one id both succeed).
+    XP-FAULT-SAFETY. A correct store raises StoreError (unknown outcome).
+    """
+
+    def _build_statements(self) -> None:
+        super()._build_statements()
+        self._sql_command_exists = sql.SQL("SELECT 1 FROM {} WHERE command_id = %s").format(
+            _ident(self._schema, "commands"))
+
+    def _read_back(self, exc: StoreError, operation: str, statement: sql.Composed,
+                   key: str) -> None:
+        """Return if the row ``key`` is there (the mistake), else raise ``exc``."""
+        if self._closed or not _lost_connection(exc):
+            raise exc
+        try:
+            found = self._fetch(operation, statement, [key])
+        except StoreError:
+            raise exc from None
+        if not found:
+            raise exc
+        _log.warning("%s(%s): reply lost, the row is there, so it committed", operation, key)
+
+    def create(self, snapshot: TaskSnapshot) -> None:
+        try:
+            super().create(snapshot)
+        except StoreError as exc:
+            self._read_back(exc, "create", self._sql_version, snapshot.task_id)
+
+    def submit_command(self, command: Command) -> None:
+        try:
+            super().submit_command(command)
+        except StoreError as exc:
+            self._read_back(exc, "submit_command", self._sql_command_exists,
+                            command.command_id)
+
+
+class PruneZeroOnError(PostgresTaskStore):
+    """"Prune is housekeeping": when it fails, the store logs it and reports that nothing
+    was pruned ("the next run catches up; the cron job must not fail over it").
+
+    A prune whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut reply
+    after the commit) deleted its terminal tasks -- with their history and commands --
+    and says it deleted none: ``0`` is an answer, not an unknown effect, so the model
+    keeps tasks that every later query, ``get`` and ``counts()`` shows gone.
+    XP-FAULT-SAFETY. A correct store raises StoreError (unknown outcome).
+    """
+
+    def prune(self, *, keep_terminal: int) -> int:
+        try:
+            return super().prune(keep_terminal=keep_terminal)
+        except StoreError as exc:
+            if self._closed:
+                raise
+            _log.warning("prune failed, nothing pruned this time: %s", exc)
+            return 0  # the mistake modelled here
+
+
+class _CancellingWatchdog(_Watchdog):
+    """The reference watchdog, except that a call past its deadline gets a cancel request
+    (``conn.cancel_safe()``: a new connection to the same host and port asks the server to
+    stop the backend's running statement) instead of its socket shut down."""
+
+    def __init__(self, limit: float, name: str) -> None:
+        super().__init__(limit, name)
+        self._cancelled: set[int] = set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._tick):
+            now = time.monotonic()
+            late: list[_Lease] = []
+            with self._lock:
+                for lease in self._lent.values():
+                    if lease.deadline > now:
+                        break
+                    if id(lease) not in self._cancelled:
+                        self._cancelled.add(id(lease))
+                        late.append(lease)
+                self._cancelled &= set(self._lent)
+            for lease in late:  # outside the lock: a cancel is a round trip of its own
+                with contextlib.suppress(psycopg.Error, OSError):
+                    lease.conn.cancel_safe(timeout=self.limit)
+
+
+class CancelOnTimeout(PostgresTaskStore):
+    """"Cancel the statement, don't kill the connection": on its client-side timeout the
+    store sends the server a cancel request (psycopg's ``cancel_safe()``, a new connection
+    to the same routed host and port) instead of cutting the socket, and keeps waiting for
+    the reply -- which then comes as ``QueryCanceled``, and the connection stays usable.
+
+    Right for a statement the server is running (a lock wait; the server's own
+    ``statement_timeout`` does the same a little earlier). Wrong for a request a blackhole
+    swallowed, or a reply it dropped: the server is not running anything of this
+    connection's, the cancel finds nothing to cancel, and the call waits for a reply that
+    never comes. XP-FAULT-NO-HANG. The pool's connect timeout stays bounded (the
+    reference's ``open_pool``); only a call in flight is left waiting.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str,
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 15.0,
+        close_pool: bool | None = None,
+        call_timeout: float | None = 30.0,
+    ) -> None:
+        # The reference __init__ for a DSN, with the cancelling watchdog in its place.
+        self._schema = validate_schema_name(schema)
+        self._closed = False
+        self._watchdog = (
+            None if call_timeout is None
+            else _CancellingWatchdog(call_timeout, f"cancel:{schema}")
+        )
+        self._begin = None
+        self._pool = open_pool(dsn, name=f"cancel:{schema}", min_size=min_size,
+                               max_size=max_size, timeout=timeout, watchdog=self._watchdog)
+        self._owns_pool = True if close_pool is None else close_pool
+        if self._watchdog is not None:
+            self._begin = _begin_statement(int(self._watchdog.limit * 900))
+        self._build_statements()
+        try:
+            self._check_schema()
+        except BaseException:
+            self.close()
+            raise
+
+
 # -- factories ------------------------------------------------------------------------------
 def _shared(
     cls: type[PostgresTaskStore], network: Any, *, call_timeout: float | None = 30.0
@@ -227,3 +484,27 @@ def make_one_connection(network: Any = None) -> Generator[Callable[[], Any], Non
 
 def make_no_client_timeout(network: Any = None) -> Generator[Callable[[], Any], None, None]:
     yield from _shared(NoClientTimeout, network, call_timeout=None)
+
+
+def make_empty_claim_on_error(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(EmptyClaimOnError, network)
+
+
+def make_swallowing_release(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(SwallowingRelease, network)
+
+
+def make_swallowing_touch(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(SwallowingTouch, network)
+
+
+def make_read_back_insert(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(ReadBackInsert, network)
+
+
+def make_prune_zero_on_error(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(PruneZeroOnError, network)
+
+
+def make_cancel_on_timeout(network: Any = None) -> Generator[Callable[[], Any], None, None]:
+    yield from _shared(CancelOnTimeout, network)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from chongming_conformance.faults import Network, takes_network
-from chongming_conformance.stress import StressContract, run_all
+from chongming_conformance.faults.plan import WRITES, Cell
+from chongming_conformance.stress import StressContract, fault_coverage, run_all
 from chongming_conformance.stress.contract import NotVerified
 from chongming_conformance.stress.runner import selected
 from chongming_conformance.stress.stress_profiles import get_profile
@@ -106,6 +107,30 @@ def test_sqlite_under_pauses_passes_and_says_what_it_covered(
     assert faults and all(("pause one worker for" in x or "pause the next worker inside" in x)
                           and "paused worker" in x for x in faults)
     assert any("get('mix-t0')" in x for x in lines)
+
+
+def test_a_fault_run_short_of_its_cells_is_not_verified_not_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that did not land what a fault clause's verdict needs -- here a minimum of 500
+    pauses inside writes, out of any run's reach -- is NOT VERIFIED on that clause, with the
+    short cell named: a correct store gets no PASS for what the run did not exercise. Its
+    matrix says what did land."""
+    unreachable = Cell(("pause",), WRITES, 500, "more than any run lands")
+    monkeypatch.setitem(fault_coverage.REQUIRED, "pause",
+                        {"XP-FAULT-SAFETY": (unreachable,)})
+    profile = dataclasses.replace(QUICK, faults="pause", seed=1, fault_seconds=1.0)
+    [result] = run_all(sqlite_store.make_shared_store, profile, scenarios=["fault_workload"],
+                       network_absent="a file on local disk")
+    assert not result.failed and not result.errors, result.report()
+    assert result.verdict == "NOT VERIFIED", result.report()
+    assert set(result.unproven) == {"XP-FAULT-SAFETY"}, result.unproven
+    why = result.unproven["XP-FAULT-SAFETY"]
+    assert "of 500" in why and "seed 1" in why, why
+    coverage = result.fault_coverage
+    assert coverage is not None and coverage["seed"] == 1
+    [cell] = coverage["required"]
+    assert not cell["met"] and 1 <= cell["landed"] < 500  # pauses landed, too few
+    assert coverage["rows"]["pause"]
 
 
 def test_network_faults_without_the_seam_are_not_verified() -> None:

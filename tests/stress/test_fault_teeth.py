@@ -1,6 +1,7 @@
-"""Teeth of the fault run: four Postgres stores, each green on a healthy network and each
-wrong in one realistic way under faults (tests/stress/fault_stores.py), must be failed by
-``fault_workload`` on their own clause and on no other.
+"""Teeth of the fault run: Postgres and MariaDB stores, each green on a healthy network and
+each wrong in one realistic way under faults (tests/stress/fault_stores.py,
+tests/stress/fault_stores_mariadb.py), must be failed by ``fault_workload`` on their own
+clause and on no other.
 
 Each tooth runs at the quick profile (with 15 s of faults) and ``faults="network"`` on
 its seeds in turn until one run catches it; a miss on every seed fails. Every run, caught
@@ -9,8 +10,9 @@ the fault plan and the workers' choices, not the interleavings, so a catch per r
 probability (measured in docs/benchmarks.md); five seeds make a miss on all of them
 rare. Without faults (``mixed_workload``) every tooth passes.
 
-Skips visibly without a Postgres server (``CHONGMING_TEST_POSTGRES``); CI's
-``CHONGMING_REQUIRE_POSTGRES=1`` turns the skip into a failure (tests/conftest.py).
+Each tooth skips visibly without its server (``CHONGMING_TEST_POSTGRES``,
+``CHONGMING_TEST_MARIADB``); CI's ``CHONGMING_REQUIRE_POSTGRES=1`` and
+``CHONGMING_REQUIRE_MARIADB=1`` turn the skip into a failure (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import fault_stores
+import fault_stores_mariadb
 import pytest
 
 from chongming_conformance.stress import ScenarioResult, run_all
@@ -37,6 +40,8 @@ class Tooth:
     clause: str
     #: Tried in turn until a run blames ``clause``.
     seeds: tuple[int, ...]
+    #: The server it needs: the fixture that gates it (``postgres_dsn``, ``mariadb_dsn``).
+    engine: str = "postgres"
 
 
 #: The fault phase of the teeth runs: longer than quick's 8 s, so that enough faults land
@@ -48,34 +53,62 @@ FAULT_SECONDS = 15.0
 #: RetryingSave 4/16, SwallowingWrites 5/5, NoClientTimeout 3/5, OneConnection 5/5 (at 8 s,
 #: issue 29). RetryingSave, once 3/5, gets 16 seeds: a miss on all of them is about 1 %.
 SEEDS = (0, 1, 2, 3, 4)
+#: The teeth of issue 41 (item 4), on both engines, before their catch rates are measured.
+NEW_SEEDS = tuple(range(10))
+_PG, _MY = fault_stores, fault_stores_mariadb
 TEETH = [
-    Tooth("RetryingSave", fault_stores.make_retrying_save, SAFETY, seeds=tuple(range(16))),
-    Tooth("SwallowingWrites", fault_stores.make_swallowing_writes, SAFETY, seeds=SEEDS),
-    Tooth("OneConnection", fault_stores.make_one_connection, RECOVERY, seeds=(0,)),
-    Tooth("NoClientTimeout", fault_stores.make_no_client_timeout, NO_HANG, seeds=SEEDS),
+    Tooth("RetryingSave", _PG.make_retrying_save, SAFETY, seeds=tuple(range(16))),
+    Tooth("SwallowingWrites", _PG.make_swallowing_writes, SAFETY, seeds=SEEDS),
+    Tooth("OneConnection", _PG.make_one_connection, RECOVERY, seeds=(0,)),
+    Tooth("NoClientTimeout", _PG.make_no_client_timeout, NO_HANG, seeds=SEEDS),
+    Tooth("EmptyClaimOnError", _PG.make_empty_claim_on_error, SAFETY, seeds=NEW_SEEDS),
+    Tooth("SwallowingRelease", _PG.make_swallowing_release, SAFETY, seeds=NEW_SEEDS),
+    Tooth("SwallowingTouch", _PG.make_swallowing_touch, SAFETY, seeds=NEW_SEEDS),
+    Tooth("ReadBackInsert", _PG.make_read_back_insert, SAFETY, seeds=NEW_SEEDS),
+    Tooth("PruneZeroOnError", _PG.make_prune_zero_on_error, SAFETY, seeds=NEW_SEEDS),
+    Tooth("CancelOnTimeout", _PG.make_cancel_on_timeout, NO_HANG, seeds=NEW_SEEDS),
+    *(Tooth(f"mariadb-{name}", factory, clause, seeds=NEW_SEEDS, engine="mariadb")
+      for name, factory, clause in (
+          ("RetryingSave", _MY.make_retrying_save, SAFETY),
+          ("SwallowingWrites", _MY.make_swallowing_writes, SAFETY),
+          ("OneConnection", _MY.make_one_connection, RECOVERY),
+          ("NoClientTimeout", _MY.make_no_client_timeout, NO_HANG),
+          ("EmptyClaimOnError", _MY.make_empty_claim_on_error, SAFETY),
+          ("SwallowingRelease", _MY.make_swallowing_release, SAFETY),
+          ("SwallowingTouch", _MY.make_swallowing_touch, SAFETY),
+          ("ReadBackInsert", _MY.make_read_back_insert, SAFETY),
+          ("PruneZeroOnError", _MY.make_prune_zero_on_error, SAFETY),
+          ("SplitCreate", _MY.make_split_create, SAFETY),
+          ("CancelOnTimeout", _MY.make_cancel_on_timeout, NO_HANG),
+      )),
 ]
-IDS = [t.name for t in TEETH]
 
 
 def _verdict(result: ScenarioResult) -> str:
     return "FAIL" if result.failed else "NOT VERIFIED" if result.unverified else "PASS"
 
 
-@pytest.fixture(autouse=True)
-def _server(postgres_dsn: str) -> None:
-    assert postgres_dsn  # the factories read CHONGMING_TEST_POSTGRES themselves
+def _params(teeth: list[Tooth]) -> list[Any]:
+    """Each tooth as a parameter marked with its engine (``-m postgres``, ``-m mariadb``)."""
+    return [pytest.param(t, id=t.name, marks=getattr(pytest.mark, t.engine)) for t in teeth]
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("tooth", TEETH, ids=IDS)
+@pytest.fixture
+def _server(request: pytest.FixtureRequest, tooth: Tooth) -> None:
+    """The tooth's server, or a visible skip (the factories read the DSN themselves)."""
+    assert request.getfixturevalue(f"{tooth.engine}_dsn")
+
+
+@pytest.mark.usefixtures("_server")
+@pytest.mark.parametrize("tooth", _params(TEETH))
 def test_tooth_is_green_without_faults(tooth: Tooth) -> None:
     """The mistake shows only under faults: on a healthy network the store passes."""
     [result] = run_all(tooth.factory, QUICK, scenarios=["mixed_workload"])
     assert _verdict(result) == "PASS", result.report()
 
 
-@pytest.mark.postgres
-@pytest.mark.parametrize("tooth", TEETH, ids=IDS)
+@pytest.mark.usefixtures("_server")
+@pytest.mark.parametrize("tooth", _params(TEETH))
 def test_fault_run_fails_the_tooth_on_its_clause_only(tooth: Tooth) -> None:
     tried = []
     for seed in tooth.seeds:

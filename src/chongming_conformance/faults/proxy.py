@@ -194,6 +194,17 @@ class _Lane:
         writer.write(data)
         self.proxy._stats["bytes_up" if self.direction == "upstream" else "bytes_down"] += len(data)
 
+    def hurry(self) -> None:
+        """Everything held back is due now (in order)."""
+        if not self.pending:
+            return
+        now = asyncio.get_running_loop().time()
+        self.pending = deque((now, data) for _, data in self.pending)
+        self.last_deadline = now
+        if self.handle is not None:
+            self.handle.cancel()
+        self._flush()
+
     def discard(self) -> None:
         if self.handle is not None:
             self.handle.cancel()
@@ -404,6 +415,12 @@ class FaultProxy:
         """Reset (RST) one live connection, or every one when None; how many were reset."""
         return self._call(lambda: self._reset(connection))
 
+    def release(self, connection: int) -> bool:
+        """Send at once what an interceptor's hold (or latency) keeps back on ``connection``,
+        both ways -- the end of a freeze the aim holds open until the readers are done;
+        False when the connection is gone."""
+        return self._call(lambda: self._release(connection))
+
     def down(self) -> None:
         """Toxiproxy's "disable": reset every live connection; reset new ones on accept."""
         self._call(lambda: self._set_down(True))
@@ -541,6 +558,14 @@ class FaultProxy:
     async def _busy(self) -> list[int]:
         now = asyncio.get_running_loop().time()
         return sorted(i for i, c in self._live.items() if c.busy(now))
+
+    async def _release(self, connection: int) -> bool:
+        conn = self._live.get(connection)
+        if conn is None or conn.closed:
+            return False
+        for lane in conn.lanes.values():
+            lane.hurry()
+        return True
 
     async def _reset(self, connection: int | None) -> int:
         if connection is None:

@@ -9,7 +9,7 @@ reads the key tasks; then the checker alone reads their history, ``counts()`` an
 ``query()`` with every filter kind (:data:`CHECK_QUERIES`), claims every claimable command
 (then releases them) and saves one key task, which every other worker then reads again.
 The work phase's queries draw every filter kind too, falsy values included (the run id
-and name ``""``, bucket 0), alone or two combined (:func:`_filters`). While the rounds run,
+and name ``""``, bucket 0), alone or two combined (:func:`filters`). While the rounds run,
 ``crash_cycles`` extra workers each claim some commands and then write as fast as
 they can until the parent SIGKILLs them in the middle of a call. Every worker also holds a
 second store instance, which it closes and reopens now and then (closing one instance
@@ -54,37 +54,38 @@ are positive, appends go to tasks that exist (the key tasks are never pruned).
 from __future__ import annotations
 
 import contextlib
-import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...model import Progress, TaskQuery, TaskSnapshot, TaskStatus
-from ...protocol import TaskStore
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
-from ..records import (
-    BASE,
-    at,
-    command,
-    snapshot_summary,
-    task,
-    transition,
-    transitions_summary,
-)
-from ._aimed import WorkloadAim
+from ..records import at, snapshot_summary, transition, transitions_summary
+from ._aimed import FREEZE_HOLD, FREEZERS, WorkloadAim, freezer
 from ._common import logged_claim, report_errors
+from ._mix_calls import (
+    CHECK_QUERIES,
+    LEASE,
+    STEP,
+    TASKS,
+    State,
+    create_doomed,
+    key_task,
+    quiet_driver_warnings,
+    random_call,
+    read_and_save,
+    renew,
+    revive,
+    signal_file,
+    supervised,
+    wait_for_file,
+)
 from ._registry import Scenario, register
 
-TASKS = tuple(f"mix-t{k}" for k in range(8))
-STEP = 1.0
-LEASE = 2.0  # two rounds: leases expire and are reclaimed during the run
-LEASE_BASE = 100_000.0  # a lease writer's lease_until = at(LEASE_BASE + its touch number)
 OPS_PER_ROUND = 16
 #: Crashing workers of a run whose kills are aimed between two requests of a write
 #: (``_aimed``; at least the profile's ``crash_cycles``).
@@ -100,12 +101,6 @@ BUDGET = Budget(max_states=2_000_000, max_seconds=60.0, minimise_seconds=20.0, r
 #: Calls a crashing worker makes at most before it waits to be killed (it is killed
 #: within 50 ms of its claim, long before).
 CRASH_CALLS = 20_000
-_CYCLE = (TaskStatus.PENDING, TaskStatus.RUNNING)
-
-
-def _lease_writer(task_index: int, processes: int) -> int:
-    """Each task has one lease writer (a supervisor), so its leases go up one by one."""
-    return task_index % processes
 
 
 def _crash_round(k: int, cycles: int, rounds: int) -> int:
@@ -119,46 +114,12 @@ def _crash_rounds(p: Mapping[str, Any]) -> list[int]:
     return [_crash_round(k, p["crash_cycles"], p["rounds"]) for k in range(p["crash_cycles"])]
 
 
-def _key(tid: str, *, version: int = 0, name: str, status: TaskStatus | None = None
-         ) -> TaskSnapshot:
-    """A key task's snapshot: created_at, bucket, pipeline run id and a tag fixed per task
-    (pairs of tasks share created_at: ties a query may order either way), the rest per
-    write."""
-    k = TASKS.index(tid)
-    return task(tid, version=version, name=name, created_at=at(k // 2),
-                bucket=k % 3, tags=frozenset({f"t{version}", "even" if k % 2 == 0 else "odd"}),
-                pipeline_run_id=RUNS[k % len(RUNS)],
-                status=status if status is not None else
-                _CYCLE[version % 2] if version else TaskStatus.PENDING,
-                lease_owner=None, lease_until=None)
-
-
-# -- the roles ------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class _State:
-    """What one worker remembers between its calls (never shared)."""
-
-    me: str
-    n: int
-    rng: random.Random
-    #: The store instances this process holds (a second one: as a dashboard thread
-    #: beside the worker would), and what closes the ones it opened.
-    stores: list[TaskStore] = field(default_factory=list)
-    stack: contextlib.ExitStack | None = None
-    seq: int = 0
-    held: dict[str, float] = field(default_factory=dict)  # command id -> lease_until (s)
-    finished: list[str] = field(default_factory=list)  # commands we completed or released
-    doomed: list[str] = field(default_factory=list)  # our terminal tasks, for prune
-    revived: list[str] = field(default_factory=list)  # ours saved back to RUNNING this round
-
-
 def _worker(ctx: WorkerContext) -> None:
     p = ctx.params
     n = p["processes"]
-    st = _State(f"w{ctx.index}", n, random.Random(p["seed"] * 1_000_003 + ctx.index))
+    st = State(f"w{ctx.index}", n, random.Random(p["seed"] * 1_000_003 + ctx.index))
     ctx.record_calls = True  # every call in full: the checker's input
-    _quiet_driver_warnings(p)
+    quiet_driver_warnings(p)
     crashes = _crash_rounds(p)
     with contextlib.ExitStack() as stack:
         st.stack = stack
@@ -166,7 +127,7 @@ def _worker(ctx: WorkerContext) -> None:
         _rounds(ctx, st, crashes)
 
 
-def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
+def _rounds(ctx: WorkerContext, st: State, crashes: Sequence[int]) -> None:
     p = ctx.params
     n = st.n
     end = p["rounds"]  # a fault run goes on until it turns quiet, then TAIL rounds more
@@ -176,48 +137,43 @@ def _rounds(ctx: WorkerContext, st: _State, crashes: Sequence[int]) -> None:
         now = r * STEP
         if p.get("tail") is not None and end == p["rounds"]:
             if ctx.index == 0 and _quiet_now(p, r):
-                _signal(p["signals"], f"quiet{r}")  # before the barrier: all read it after
+                signal_file(p["signals"], f"quiet{r}")  # before the barrier: all read it after
             ctx.sync()
             if (Path(p["signals"]) / f"quiet{r}").exists():
                 _recover(ctx, st)
                 end = r + p["tail"]
         ctx.sync()
         if r == 0 and ctx.index == 0:  # every worker has opened its stores: faults may begin
-            _signal(p["signals"], "started")
+            signal_file(p["signals"], "started")
         if r == 0:  # every worker races to create every key task
             for tid in TASKS:
                 ctx.call("create", {"task": tid}, partial(
-                    ctx.store.create, _key(tid, name=f"{st.me}-create")))
+                    ctx.store.create, key_task(tid, name=f"{st.me}-create")))
         if ctx.index == 0:  # after its creates returned: every key task exists
             for k in (k for k, at_round in enumerate(crashes) if at_round == r):
-                _signal(p["signals"], f"crash{k}")  # a crashing worker joins in now
+                signal_file(p["signals"], f"crash{k}")  # a crashing worker joins in now
         _opening_collision(ctx, st, r)
         for _ in range(2):  # terminal tasks of our own, for the prunes
-            _create_doomed(ctx, st)
+            create_doomed(ctx, st)
         for _ in range(OPS_PER_ROUND):
-            _random_call(ctx, st, now, crashing=False)
+            random_call(ctx, st, now, crashing=False)
         ctx.sync()  # check phase: nobody writes but the round's checker
         if ctx.index == 0:  # an aimed kill waits for it: the check reads follow at once
-            _signal(p["signals"], f"check{r}")
-        if p.get("aimed") and r in crashes:  # the check reads what the aimed kill left
-            _wait_for(ctx, p["signals"], f"aimed{r}", limit=AIMED_WAIT)
+            signal_file(p["signals"], f"check{r}")
+        if p.get("aimed"):  # the check reads what the freezes and the aimed kills left
+            wait_for_file(ctx, p["signals"], f"aimed{r}", limit=AIMED_WAIT)
         _check_phase(ctx, st, r, checker=ctx.index == r % n)
         r += 1
     ctx.round = r
+    if p.get("aimed") and ctx.index == 0:  # the freezers leave before the drain
+        signal_file(p["signals"], "drain")
+        for j in range(p.get("freezers", 0)):
+            wait_for_file(ctx, p["signals"], f"freezer-exit{j}", limit=AIMED_WAIT + FREEZE_HOLD)
     ctx.sync()  # the drain: beyond every lease, nobody else calls the store
     if ctx.index == 0:
         logged_claim(ctx, r * STEP + 10 * LEASE, LEASE, 100_000)
     ctx.sync()
     ctx.call("close", {}, ctx.store.close)
-
-
-def _quiet_driver_warnings(p: Mapping[str, Any]) -> None:
-    """In a fault run, the driver's warnings about the connections the nemesis breaks
-    (psycopg_pool's "error connecting", "discarding closed connection") are the faults
-    themselves, which the run logs and reports: only errors get through. (``disable``, not
-    a level: psycopg sets its own logger's level.)"""
-    if p.get("tail") is not None:
-        logging.disable(logging.WARNING)
 
 
 def _crasher(ctx: WorkerContext) -> None:
@@ -233,20 +189,20 @@ def _crasher(ctx: WorkerContext) -> None:
     is a write to one object (or a read).
     """
     p = ctx.params
-    _quiet_driver_warnings(p)
+    quiet_driver_warnings(p)
     k = p["crash"]
-    if not _wait_for(ctx, p["signals"], f"crash{k}"):
+    if not wait_for_file(ctx, p["signals"], f"crash{k}"):
         return
     r = _crash_rounds(p)[k]
     ctx.round = r
     now = r * STEP
-    st = _State(f"x{k}", p["processes"], random.Random(p["seed"] * 7_000_003 + k))
+    st = State(f"x{k}", p["processes"], random.Random(p["seed"] * 7_000_003 + k))
     ctx.record_calls = True
     for c in logged_claim(ctx, now, LEASE, 3):
         st.held[c.command_id] = now + LEASE  # held until the kill, then until the lease ends
-    _signal(p["signals"], f"busy{k}")
+    signal_file(p["signals"], f"busy{k}")
     for _ in range(CRASH_CALLS):
-        _random_call(ctx, st, now, crashing=True)
+        random_call(ctx, st, now, crashing=True)
     while ctx.remaining() > 0:  # the parent kills it first
         time.sleep(0.05)
 
@@ -261,7 +217,7 @@ def _quiet_now(p: Mapping[str, Any], r: int) -> bool:
     return (Path(p["signals"]) / "enough").exists() or r >= 10 * p["rounds"]
 
 
-def _recover(ctx: WorkerContext, st: _State) -> None:
+def _recover(ctx: WorkerContext, st: State) -> None:
     """A fault run's turn to health (every worker, at the same round): worker 0 tells the
     parent to stop the nemesis; every worker waits until the parent says from when the
     network is healthy (a file holding that ``time.monotonic()`` instant), then reads a
@@ -271,8 +227,8 @@ def _recover(ctx: WorkerContext, st: _State) -> None:
     (``fault_workload``'s recovery verdict)."""
     p = ctx.params
     if ctx.index == 0:
-        _signal(p["signals"], "quiet")
-    if not _wait_for(ctx, p["signals"], "healed"):
+        signal_file(p["signals"], "quiet")
+    if not wait_for_file(ctx, p["signals"], "healed"):
         return
     healed = float((Path(p["signals"]) / "healed").read_text(encoding="utf-8"))
     probe = TASKS[0]
@@ -283,76 +239,7 @@ def _recover(ctx: WorkerContext, st: _State) -> None:
         time.sleep(0.05)
 
 
-def _signal(folder: str, name: str) -> None:
-    """Tell the parent or a peer something: a file, which a SIGKILL cannot leave locked."""
-    (Path(folder) / name).touch()
-
-
-def _wait_for(ctx: WorkerContext, folder: str, name: str, *, limit: float | None = None
-              ) -> bool:
-    """Poll for a signal file until the deadline, or for ``limit`` seconds (False then)."""
-    path = Path(folder) / name
-    until = None if limit is None else time.monotonic() + limit
-    while not path.exists():
-        if ctx.remaining() <= 0 or (until is not None and time.monotonic() > until):
-            return False
-        time.sleep(0.005)
-    return True
-
-
-def _create_doomed(ctx: WorkerContext, st: _State) -> None:
-    st.seq += 1
-    doomed = f"mix-done-{st.me}-{st.seq}"
-    out = ctx.call("create", {"task": doomed, "doomed": True}, partial(
-        ctx.store.create, task(doomed, status=TaskStatus.SUCCEEDED,
-                               created_at=at(100 + st.seq / 1000))))
-    if out.ok:
-        st.doomed.append(doomed)
-
-
-def _revive(ctx: WorkerContext, st: _State) -> None:
-    """Save one of our terminal tasks back to RUNNING, racing whoever prunes."""
-    doomed = st.doomed.pop(st.rng.randrange(len(st.doomed)))
-    seq = int(doomed.rsplit("-", 1)[1])
-    snap = task(doomed, version=1, name=f"{st.me}-revive", status=TaskStatus.RUNNING,
-                created_at=at(100 + seq / 1000))
-    out = ctx.call("save", {"task": doomed, "expect": 0, "new": 1, "name": snap.name,
-                            "revive": True}, partial(ctx.store.save, snap, expect_version=0))
-    if out.ok:
-        st.revived.append(doomed)
-
-
-def _supervised(index: int, n: int) -> list[str]:
-    """The tasks whose lease this worker writes (it is their only lease writer)."""
-    return [t for i, t in enumerate(TASKS) if _lease_writer(i, n) == index]
-
-
-def _renew(ctx: WorkerContext, st: _State, tid: str) -> None:
-    st.seq += 1
-    ctx.call("touch", {"task": tid, "lease": st.seq}, partial(
-        ctx.store.touch, tid, lease_owner=st.me, lease_until=at(LEASE_BASE + st.seq),
-        progress=Progress(done=st.seq, message=st.me)))
-
-
-def _read_and_save(ctx: WorkerContext, st: _State, tid: str) -> None:
-    """What a controller does: read, compare-and-set (no lease in its snapshot), then
-    write the transition through."""
-    s = ctx.store
-    got = ctx.call("get", {"task": tid}, partial(s.get, tid), summarize=snapshot_summary)
-    if not got.ok or got.value is None:
-        return
-    v = got.value.status_version
-    new = v + st.rng.choice((1, 1, 2))
-    st.seq += 1
-    snap = _key(tid, version=new, name=f"{st.me}-s{st.seq}")
-    out = ctx.call("save", {"task": tid, "expect": v, "new": new, "name": snap.name},
-                   partial(s.save, snap, expect_version=v))
-    if out.ok:
-        ctx.call("append", {"task": tid, "version": new},
-                 partial(s.append, transition(tid, new)))
-
-
-def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
+def _opening_collision(ctx: WorkerContext, st: State, r: int) -> None:
     """Right after the barrier: everybody replays one transition at once; after another
     barrier one worker prunes while the others revive their terminal tasks; then everybody
     saves the task the next worker supervises while that worker renews its lease, and
@@ -367,168 +254,17 @@ def _opening_collision(ctx: WorkerContext, st: _State, r: int) -> None:
                  summarize=lambda x: x)
     else:
         for _ in range(min(2, len(st.doomed))):
-            _revive(ctx, st)
-    _read_and_save(ctx, st, TASKS[(ctx.index + 1) % n % len(TASKS)])
-    for own in _supervised(ctx.index, n):
-        _renew(ctx, st, own)
+            revive(ctx, st)
+    read_and_save(ctx, st, TASKS[(ctx.index + 1) % n % len(TASKS)])
+    for own in supervised(ctx.index, n):
+        renew(ctx, st, own)
     for c in logged_claim(ctx, r * STEP, LEASE, 1 + (r + ctx.index) % 2):
         st.held[c.command_id] = r * STEP + LEASE
 
 
 #: The key tasks' pipeline run ids, one per task in turn: the empty string is a run id
 #: like any other (a store testing the filter by truthiness returns every task for it).
-RUNS: tuple[str | None, ...] = ("run-a", "", None, "run-b")
-
-
-def _filters(rng: random.Random, me: str) -> dict[str, Any]:
-    """One filter of every kind the protocol has, drawn uniformly: statuses, name (exact),
-    name_prefix, tag, buckets, pipeline_run_id -- the falsy values included (the name and
-    run id "", bucket 0) -- or two of them combined (they AND)."""
-    kinds: list[Callable[[], dict[str, Any]]] = [
-        lambda: {"statuses": frozenset(rng.sample((*_CYCLE, TaskStatus.SUCCEEDED),
-                                                  rng.randint(1, 2)))},
-        lambda: {"name": rng.choice(("v0", f"{me}-create", f"{me}-revive", ""))},
-        lambda: {"name_prefix": rng.choice((f"{me}-", "v", ""))},
-        lambda: {"tag": rng.choice(("even", "odd", "t1", ""))},
-        lambda: {"buckets": frozenset(rng.sample(range(3), rng.randint(1, 2)))},
-        lambda: {"pipeline_run_id": rng.choice(("run-a", "", "run-b"))},
-    ]
-    if rng.random() < 0.25:
-        first, second = rng.sample(kinds, 2)
-        return {**first(), **second()}
-    return rng.choice(kinds)()
-
-
-def _random_query(rng: random.Random, me: str) -> TaskQuery | None:
-    """No filter (None, or a limit alone), or :func:`_filters` with a limit now and then."""
-    pick = rng.randrange(8)
-    if pick == 0:
-        return None
-    newest = rng.random() < 0.3
-    if pick == 1:
-        return TaskQuery(limit=rng.randint(1, 4), newest_first=newest)
-    return TaskQuery(**_filters(rng, me), limit=rng.choice((None, None, 1, 2, 3)),
-                     newest_first=newest)
-
-
-#: What the checker reads in every check phase, while nobody else writes: every filter
-#: kind once, so a filter that is wrong only in what it returns shows in every round.
-CHECK_QUERIES: tuple[TaskQuery, ...] = (
-    TaskQuery(),
-    TaskQuery(statuses=frozenset(_CYCLE)),
-    TaskQuery(name="v0"),
-    TaskQuery(name_prefix=""),
-    TaskQuery(tag="even"),
-    TaskQuery(buckets=frozenset({0})),
-    TaskQuery(pipeline_run_id=""),
-    TaskQuery(pipeline_run_id="run-a", newest_first=True, limit=1),
-)
-
-
-def _reopen(ctx: WorkerContext, st: _State) -> None:
-    """Close the second instance and open a new one: closing one instance must leave the
-    others on the location working (the next calls through the first one show it)."""
-    assert st.stack is not None
-    if len(st.stores) > 1:
-        ctx.call("close", {"instance": 1}, st.stores[1].close)
-        del st.stores[1]
-    stack = st.stack
-    opened = ctx.call("open", {"instance": 1}, partial(ctx.open_store, stack), record=False)
-    if opened.ok and opened.value is not None:
-        # (Under a fault opening may fail: the worker goes on with its first instance
-        # and tries again at its next reopen.)
-        st.stores.append(opened.value)
-
-
-def _random_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
-    """One random call of the 14 (a crashing worker: no claim and no prune), through one
-    of the worker's store instances."""
-    if len(st.stores) < 2:
-        _one_call(ctx, st, now, crashing=crashing)
-        return
-    primary = ctx.store
-    ctx.store = st.stores[st.rng.randrange(len(st.stores))]
-    try:
-        _one_call(ctx, st, now, crashing=crashing)
-    finally:
-        ctx.store = primary
-
-
-def _one_call(ctx: WorkerContext, st: _State, now: float, *, crashing: bool) -> None:
-    s = ctx.store
-    rng = st.rng
-    st.seq += 1
-    tid = TASKS[rng.randrange(len(TASKS))]
-    held = st.held
-    if not crashing:
-        for cid in [c for c, until in held.items() if until <= now]:
-            del held[cid]  # the lease is over: someone else may hold it now
-    pick = rng.random()
-    if pick < 0.20:
-        _read_and_save(ctx, st, tid)
-    elif pick < 0.26:  # a replay of some earlier transition (always the same content)
-        v = rng.randrange(1, 8)
-        ctx.call("append", {"task": tid, "version": v, "replay": True},
-                 partial(s.append, transition(tid, v)))
-    elif pick < 0.35:
-        mine = [] if crashing else _supervised(ctx.index, st.n)
-        if mine and rng.random() < 0.6:
-            _renew(ctx, st, rng.choice(mine))
-        else:  # the side path: progress, heartbeat, or both; never the lease
-            fields: dict[str, Any] = {}
-            if rng.random() < 0.6:
-                fields["heartbeat_at"] = at(now + st.seq / 1000)
-            if not fields or rng.random() < 0.5:
-                fields["progress"] = Progress(done=st.seq, total=1000, message=st.me)
-            target = tid if rng.random() < 0.9 or not st.doomed else rng.choice(st.doomed)
-            ctx.call("touch", {"task": target}, partial(s.touch, target, **fields))
-    elif pick < 0.41:
-        since = rng.choice((0, 0, 2, 5))
-        ctx.call("history", {"task": tid, "since": since},
-                 partial(s.history, tid, since_version=since), summarize=transitions_summary)
-    elif pick < 0.50:
-        ctx.call("query", {}, partial(s.query, _random_query(rng, st.me)),
-                 summarize=lambda ts: len(ts))
-    elif pick < 0.53:
-        ctx.call("counts", {}, s.counts, summarize=lambda c: sum(c.values()))
-    elif pick < 0.63:
-        shared = rng.random() < 0.3
-        cid = f"mix-dup-r{ctx.round}" if shared else f"mix-c-{st.me}-{st.seq}"
-        ctx.call("submit", {"id": cid, "shared": shared},
-                 partial(s.submit_command, command(cid, tid, now + st.seq / 1000)))
-    elif pick < 0.75 and not crashing:
-        for c in logged_claim(ctx, now, LEASE, rng.randint(1, 3)):
-            until = c.lease_until
-            held[c.command_id] = now if until is None else (until - BASE).total_seconds()
-    elif pick < 0.86 and (held or st.finished):
-        if held and (rng.random() < 0.9 or not st.finished):
-            cid = rng.choice(sorted(held))
-            del held[cid]
-        else:  # again: a no-op on a finished command (COMPLETE-IDEMPOTENT, -FINISHED-NOOP)
-            cid = rng.choice(st.finished)
-        st.finished.append(cid)
-        if rng.random() < 0.6:
-            ctx.call("complete", {"id": cid}, partial(s.complete_command, cid, now=at(now),
-                                                      outcome="ok"), now=at(now))
-        else:
-            ctx.call("release", {"id": cid}, partial(s.release_command, cid, now=at(now)),
-                     now=at(now))
-    elif pick < 0.90:  # a plain read (a cache that outlives other processes' writes)
-        target = tid if rng.random() < 0.8 or not st.doomed else rng.choice(st.doomed)
-        ctx.call("get", {"task": target}, partial(s.get, target), summarize=snapshot_summary)
-    elif pick < 0.95 and st.doomed:
-        _revive(ctx, st)
-    elif pick < 0.97:
-        _create_doomed(ctx, st)
-    elif pick < 0.985 and st.stack is not None:
-        _reopen(ctx, st)
-    elif not crashing:
-        keep = rng.randrange(3)
-        ctx.call("prune", {"keep_terminal": keep}, partial(s.prune, keep_terminal=keep),
-                 summarize=lambda x: x)
-
-
-def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> None:
+def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> None:
     """Three steps, a barrier apart. (1) Every worker reads the key tasks (its own view, caches
     included) and the terminal tasks it saved back to RUNNING this round (a prune racing
     the save must have spared them) while nobody writes. (2) The round's checker alone
@@ -557,7 +293,9 @@ def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> No
         for c in logged_claim(ctx, now, LEASE, 100_000):
             ctx.call("release", {"id": c.command_id, "check": True},
                      partial(s.release_command, c.command_id, now=at(now)), now=at(now))
-        _read_and_save(ctx, st, probe)
+        if ctx.params.get("aimed"):  # read: the frozen writes may go on (``_aimed``)
+            signal_file(ctx.params["signals"], f"checked{r}")
+        read_and_save(ctx, st, probe)
     ctx.sync()
     if not checker:
         ctx.call("get", {"task": probe, "check": True}, partial(s.get, probe),
@@ -569,31 +307,47 @@ def _check_phase(ctx: WorkerContext, st: _State, r: int, *, checker: bool) -> No
 def run(h: Harness) -> None:
     """N workers, a seeded random mix of all 14 calls per round, crashing workers killed
     mid-call -- between two requests of a write when the network seam lets the kill be
-    aimed (``_aimed``) -- then the history checked for linearizability."""
+    aimed, and freezers held there at every check phase (``_aimed``) -- then the history
+    checked for linearizability."""
     cycles = crashers(h)
-    group = launch(h, crash_cycles=cycles, aimed=h.network is not None)
-    rng = random.Random(h.profile.seed)
+    aimed = h.network is not None
+    group = launch(h, crash_cycles=cycles, aimed=aimed, freezers=FREEZERS if aimed else 0)
     n = h.profile.processes
-    aim = WorkloadAim(h, group, mixers=n, seed=h.profile.seed) if h.network is not None \
-        else None
-    try:
-        rounds = _crash_rounds({"crash_cycles": cycles, "rounds": h.profile.rounds})
+    rounds = _crash_rounds({"crash_cycles": cycles, "rounds": h.profile.rounds})
+    if not aimed:
+        rng = random.Random(h.profile.seed)
         for k in range(cycles):
-            busy = await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n))
-            if busy and aim is not None:
-                # Aimed: at the check phase of its round, so that the check's reads -- every
-                # filter kind -- come before any mixer writes the task it broke again.
-                await_signal(h, group, signals_of(h) / f"check{rounds[k]}", 0, range(n))
-            if busy and (aim is None or not aim.kill(n + k)):
+            if await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n)):
                 time.sleep(rng.uniform(0.0, 0.05))  # the kill lands amid its writes
             group.kill(n + k)
-            if aim is not None:  # the round's check phase reads what the kill left
-                (signals_of(h) / f"aimed{rounds[k]}").touch()
+        judge(h, group.finish())
+        return
+    aim = WorkloadAim(h, group, mixers=n, freezers=range(n + cycles, n + cycles + FREEZERS),
+                      seed=h.profile.seed)
+    try:
+        for r in range(h.profile.rounds):
+            # At the check phase of each round, so that the check's reads -- every filter
+            # kind -- meet what a frozen or killed write left before any mixer writes again.
+            if not await_signal(h, group, signals_of(h) / f"check{r}", 0, range(n)):
+                break
+            aim.check_phase(r, partial(_aimed_kills, h, group, aim,
+                                       [k for k in range(cycles) if rounds[k] == r]))
+        for k in range(cycles):  # a crashing worker whose round never came
+            group.kill(n + k)
         logs = group.finish()
     finally:
-        if aim is not None:
-            aim.stop()
+        aim.stop()
     judge(h, logs)
+
+
+def _aimed_kills(h: Harness, group: Group, aim: WorkloadAim, crashing: Sequence[int]) -> None:
+    """Kill each of the ``crashing`` workers (by their crash number) between two requests of
+    its next write, once it is busy."""
+    n = h.profile.processes
+    for k in crashing:
+        if await_signal(h, group, signals_of(h) / f"busy{k}", n + k, range(n)):
+            aim.kill(n + k)
+        group.kill(n + k)
 
 
 def crashers(h: Harness) -> int:
@@ -626,6 +380,8 @@ def launch(h: Harness, **extra: Any) -> Group:
     specs = [WorkerSpec(i, "mixer", _worker, params) for i in range(n)]
     specs += [WorkerSpec(n + k, "crasher", _crasher, {**params, "crash": k})
               for k in range(cycles)]
+    specs += [WorkerSpec(n + cycles + j, "freezer", freezer, {**params, "freezer": j})
+              for j in range(extra.get("freezers", 0))]
     group = h.group(specs, barrier_parties=n)
     group.start()
     return group
