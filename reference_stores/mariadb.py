@@ -1028,19 +1028,53 @@ def _fresh_database_name(prefix: str = "chongming_t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
+@contextlib.contextmanager
+def _dropped_on_exit(dsn: str, database: str) -> Generator[None, None, None]:
+    """Drop ``database`` when the block ends, however it ends: the factories' bad-day rule.
+
+    The block starts with :func:`install_schema`, whose DDL commits statement by
+    statement: an install cut off half-way has created the database and some of its
+    tables. So a set-up that fails -- the install, or the store's opening -- drops
+    whatever exists of the database before the error goes on; nothing of a failed set-up
+    stays on the server. ``drop_schema`` retries a lost connection a bounded number of
+    times and never hangs.
+
+    The block's error is always the one raised: if the drop fails too (after its
+    retries), its error -- naming the database and the statement that drops it --
+    becomes a note on the block's error (a PEP 678 note: shown under its traceback, kept
+    by whoever catches it), never a replacement for it. A warning was not chosen: pytest
+    moves warnings to a summary far from the failure and other runners drop them. Only a
+    drop that fails after a block that ended without error (the teardown itself) raises
+    its own error: then it is the only thing to report.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            drop_schema(dsn, database)
+        except Exception as failed:
+            if isinstance(exc, GeneratorExit):  # the factory was closed: a plain teardown
+                raise
+            exc.add_note(f"and dropping what the failed set-up left failed too: {failed}")
+        raise
+    drop_schema(dsn, database)
+
+
 def make_store() -> Generator[MariaDBTaskStore, None, None]:
-    """A store on a freshly installed database from ``$CHONGMING_TEST_MARIADB``, dropped after."""
+    """A store on a freshly installed database from ``$CHONGMING_TEST_MARIADB``, dropped after.
+
+    The database is dropped also when the install or the store's opening fails
+    (:func:`_dropped_on_exit`): a set-up that fails on a bad day leaves nothing behind.
+    """
     dsn = _dsn_from_env()
     database = _fresh_database_name()
-    install_schema(dsn, database)
-    try:
+    with _dropped_on_exit(dsn, database):
+        install_schema(dsn, database)
         store = MariaDBTaskStore(dsn, database=database)
         try:
             yield store
         finally:
             store.close()
-    finally:
-        drop_schema(dsn, database)
 
 
 def routed_dsn(dsn: str, network: Any) -> str:
@@ -1082,8 +1116,8 @@ def make_shared_store(
     dsn = _dsn_from_env()
     opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     database = _fresh_database_name()
-    install_schema(dsn, database)
-    try:
+    with _dropped_on_exit(dsn, database):  # also when the install fails half-way
+        install_schema(dsn, database)
         if opener_dsn is None:
             yield functools.partial(MariaDBTaskStore.open, dsn, database=database)
         else:
@@ -1098,8 +1132,6 @@ def make_shared_store(
                 call_timeout=NETWORK_CALL_TIMEOUT,
                 timeout=NETWORK_CALL_TIMEOUT,
             )
-    finally:
-        drop_schema(dsn, database)
 
 
 def reset_store(store: MariaDBTaskStore) -> None:

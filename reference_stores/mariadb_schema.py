@@ -71,6 +71,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -84,6 +85,8 @@ from chongming_conformance import StoreError, TaskStatus
 
 __all__ = [
     "COUNTER_SLOTS",
+    "DROP_ATTEMPTS",
+    "DROP_BACKOFF",
     "MAX_DATABASE_CHARS",
     "MAX_KEY_CHARS",
     "SCHEMA_VERSION",
@@ -108,6 +111,16 @@ COUNTER_SLOTS = 32
 MAX_KEY_CHARS = 255
 #: MariaDB's and MySQL's identifier limit, in characters.
 MAX_DATABASE_CHARS = 64
+#: How many times :func:`drop_schema`, given a DSN, runs when the connection is lost.
+DROP_ATTEMPTS = 5
+#: Seconds before its second attempt, doubled before each later one (0.2 + 0.4 + 0.8 + 1.6).
+DROP_BACKOFF = 0.2
+#: Seconds one socket read or write of a drop may wait (its statements wait at most 30 s
+#: for a lock, so a longer silence is a dead link, not a busy server).
+_DROP_IO_TIMEOUT = 90.0
+#: Server errors that end the session: shutdown (1053), killed (1927), idle too long
+#: (4031), and too many connections (1040: refused, nothing ran).
+_SESSION_ENDED = frozenset({1040, 1053, 1927, 4031})
 
 #: Collation of every text column, per server family (module docstring).
 _COLLATIONS = {"mariadb": "utf8mb4_nopad_bin", "mysql": "utf8mb4_0900_bin"}
@@ -303,15 +316,36 @@ def driver_errors(
         raise translated from exc
 
 
+def _connection_lost(exc: BaseException | None) -> bool:
+    """Whether a driver error says the *connection* failed, not the statement.
+
+    PyMySQL numbers its own errors 2000-2999 (can't connect, lost connection during
+    query, server has gone away, a read that timed out) and raises ``InterfaceError`` on
+    a connection it already knows is closed; a few server errors end the session too
+    (:data:`_SESSION_ENDED`). A lock wait timeout, a missing privilege or a wrong
+    password is another error: running it again would fail again.
+    """
+    if isinstance(exc, pymysql.err.InterfaceError):
+        return True
+    if not isinstance(exc, pymysql.err.OperationalError):
+        return False
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    return code is not None and (2000 <= code < 3000 or code in _SESSION_ENDED)
+
+
 @contextlib.contextmanager
-def admin_connection(conn_or_dsn: Any) -> Iterator[Any]:
-    """A connection from a DSN (closed afterwards), or the caller's own, unchanged."""
+def admin_connection(conn_or_dsn: Any, *, io_timeout: float | None = None) -> Iterator[Any]:
+    """A connection from a DSN (closed afterwards), or the caller's own, unchanged.
+
+    ``io_timeout`` bounds each socket read and write of a connection made here (None:
+    no bound, PyMySQL's default); connecting is bounded by the DSN's ``connect_timeout``.
+    """
     if not isinstance(conn_or_dsn, str):
         yield conn_or_dsn
         return
     params = parse_dsn(conn_or_dsn)
     with driver_errors("connecting to MariaDB"):
-        conn = params.connect()
+        conn = params.connect(io_timeout=io_timeout)
     try:
         yield conn
     finally:
@@ -447,7 +481,7 @@ def install_schema(conn_or_dsn: Any, database: str, *, collation: str | None = N
     collation (:func:`text_collation`). Needs CREATE; the store itself does not.
     """
     db = validate_database_name(database)
-    lock = f"chongming:{db}"
+    lock = f"chongming:{db}"  # drop_schema takes it too
     with driver_errors(f"install_schema({database!r})"), admin_connection(conn_or_dsn) as conn:
         chosen = collation or _COLLATIONS[_server_family(conn)]
         with conn.cursor() as cur:
@@ -489,15 +523,58 @@ def install_schema(conn_or_dsn: Any, database: str, *, collation: str | None = N
     return SCHEMA_VERSION
 
 
-def drop_schema(conn_or_dsn: Any, database: str) -> None:
-    """Drop ``database`` and everything in it (test teardown). Missing database: no-op."""
+def drop_schema(conn_or_dsn: Any, database: str, *, attempts: int = DROP_ATTEMPTS) -> None:
+    """Drop ``database`` and everything in it (test teardown). Missing database: no-op.
+
+    Built for a bad day, because a teardown that gives up leaves a database behind on a
+    shared server for good:
+
+    * **Retried when the connection is lost** (:func:`_connection_lost`), given a DSN:
+      up to ``attempts`` times, waiting ``DROP_BACKOFF`` seconds before the second
+      attempt and twice as long before each later one. ``DROP DATABASE IF EXISTS`` is
+      idempotent, so running it again is exact whatever the lost attempt did (it may
+      have dropped the database and lost only the reply). Any other error -- a lock wait
+      timeout, a missing privilege -- is raised at once: running it again would fail
+      again. Given a connection, nothing is retried (its failure is the caller's).
+    * **After any install of the database** that is still running: the drop first takes
+      the installers' named lock (``GET_LOCK``, up to 30 s). An install whose client was
+      cut off holds it until the server notices, after the statement it is running --
+      say ``CREATE DATABASE`` -- has run; dropping earlier would drop nothing and let
+      that statement create the database a moment later. If the lock is not granted in
+      time the drop goes ahead anyway.
+    * **Never hangs**: connecting is bounded by the DSN's ``connect_timeout`` (10 s by
+      default), every socket read and write by 90 s, waiting for a metadata lock by 30 s.
+    * **Says what is left behind**: the StoreError after the last attempt names the
+      database and the statement that drops it by hand.
+    """
     db = validate_database_name(database)
-    with driver_errors(f"drop_schema({database!r})"), admin_connection(
-        conn_or_dsn
-    ) as conn, conn.cursor() as cur:
-        # Never hang a teardown forever behind a forgotten transaction's metadata lock.
-        cur.execute("SET SESSION lock_wait_timeout = 30")
-        cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(db)}")
+    lock = f"chongming:{db}"
+    tries = max(1, attempts) if isinstance(conn_or_dsn, str) else 1
+    for attempt in range(1, tries + 1):
+        try:
+            with driver_errors(f"drop_schema({database!r})"), admin_connection(
+                conn_or_dsn, io_timeout=_DROP_IO_TIMEOUT
+            ) as conn, conn.cursor() as cur:
+                # Never hang a teardown forever behind a forgotten transaction's metadata lock.
+                cur.execute("SET SESSION lock_wait_timeout = 30")
+                cur.execute("SELECT GET_LOCK(%s, 30)", [lock])
+                locked = cur.fetchone()[0] == 1
+                try:
+                    cur.execute(f"DROP DATABASE IF EXISTS {quote_ident(db)}")
+                finally:
+                    if locked:  # a connection made here releases it when it closes anyway
+                        with contextlib.suppress(pymysql.Error):
+                            cur.execute("SELECT RELEASE_LOCK(%s)", [lock])
+            return
+        except StoreError as exc:
+            if attempt < tries and _connection_lost(exc.__cause__):
+                time.sleep(DROP_BACKOFF * 2 ** (attempt - 1))
+                continue
+            tried = f" (attempt {attempt} of {tries})" if tries > 1 else ""
+            raise StoreError(
+                f"{exc}{tried}; the database {database!r} may be left behind: drop it with "
+                f"DROP DATABASE IF EXISTS {quote_ident(db)}"
+            ) from exc.__cause__
 
 
 def recount_tasks(conn_or_dsn: Any, database: str) -> None:

@@ -904,20 +904,53 @@ def _note(text: str) -> None:
     note(text)
 
 
+@contextmanager
+def _dropped_on_exit(dsn: str, schema: str) -> Iterator[None]:
+    """Drop ``schema`` when the block ends, however it ends: the factories' bad-day rule.
+
+    The block starts with :func:`install_schema`, so a set-up that fails half-way -- the
+    install's COMMIT went through but its reply was lost, or the store could not open on
+    the schema just installed -- drops whatever exists of the schema before the error
+    goes on; nothing of a failed set-up stays on the server. ``drop_schema`` retries a
+    lost connection a bounded number of times and never hangs.
+
+    The block's error is always the one raised: if the drop fails too (after its
+    retries), its error -- naming the schema and the statement that drops it -- becomes
+    a note on the block's error (a PEP 678 note: shown under its traceback, kept by
+    whoever catches it), never a replacement for it. A warning was not chosen: pytest
+    moves warnings to a summary far from the failure and other runners drop them. Only
+    a drop that fails after a block that ended without error (the teardown itself) raises
+    its own error: then it is the only thing to report.
+    """
+    try:
+        yield
+    except BaseException as exc:
+        try:
+            drop_schema(dsn, schema)
+        except Exception as failed:
+            if isinstance(exc, GeneratorExit):  # the factory was closed: a plain teardown
+                raise
+            exc.add_note(f"and dropping what the failed set-up left failed too: {failed}")
+        raise
+    drop_schema(dsn, schema)
+
+
 def make_store() -> Generator[PostgresTaskStore, None, None]:
-    """A store on a newly installed schema of ``$CHONGMING_TEST_POSTGRES``, dropped on teardown."""
+    """A store on a newly installed schema of ``$CHONGMING_TEST_POSTGRES``, dropped on teardown.
+
+    The schema is dropped also when the install or the store's opening fails
+    (:func:`_dropped_on_exit`): a set-up that fails on a bad day leaves nothing behind.
+    """
     dsn = _dsn_from_env()
     schema = _fresh_schema_name()
     _note(f"postgres: installing the schema {schema!r}")
-    install_schema(dsn, schema)
-    try:
+    with _dropped_on_exit(dsn, schema):
+        install_schema(dsn, schema)
         store = PostgresTaskStore(dsn, schema=schema)
         try:
             yield store
         finally:
             store.close()
-    finally:
-        drop_schema(dsn, schema)
 
 
 #: Emptied by reset_store, children first; task_counts holds the counters counts() reads.
@@ -1019,8 +1052,8 @@ def make_shared_store(
     opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     schema = _fresh_schema_name()
     _note(f"postgres: installing the schema {schema!r}")
-    install_schema(dsn, schema)
-    try:
+    with _dropped_on_exit(dsn, schema):  # also when the install fails half-way
+        install_schema(dsn, schema)
         if opener_dsn is None:
             yield functools.partial(PostgresTaskStore.open, dsn, schema=schema)
         else:
@@ -1035,5 +1068,3 @@ def make_shared_store(
                 call_timeout=NETWORK_CALL_TIMEOUT,
                 timeout=NETWORK_CALL_TIMEOUT,
             )
-    finally:
-        drop_schema(dsn, schema)

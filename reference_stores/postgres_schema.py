@@ -15,7 +15,9 @@ the secret masking error messages need is :func:`_mask_secrets`, here.
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,11 +26,15 @@ from typing import Any
 # imports this module, first says which command installs it.
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from chongming_conformance import StoreError
 
 __all__ = [
+    "ADMIN_CONNECT_TIMEOUT",
     "COUNTER_SLOTS",
+    "DROP_ATTEMPTS",
+    "DROP_BACKOFF",
     "MAX_SCHEMA_BYTES",
     "SCHEMA_VERSION",
     "drop_schema",
@@ -170,6 +176,14 @@ _DDL_V2: tuple[str, ...] = (
 _MIGRATIONS: dict[int, tuple[str, ...]] = {1: _DDL_V1, 2: _DDL_V2}
 
 
+#: How many times :func:`drop_schema`, given a DSN, runs when the connection is lost.
+DROP_ATTEMPTS = 5
+#: Seconds before its second attempt, doubled before each later one (0.2 + 0.4 + 0.8 + 1.6).
+DROP_BACKOFF = 0.2
+#: Seconds install and drop may take to connect when neither the DSN nor ``PGCONNECT_TIMEOUT``
+#: says (psycopg's own default is 130 s).
+ADMIN_CONNECT_TIMEOUT = 10
+
 #: PostgreSQL's identifier limit (NAMEDATALEN - 1) in bytes; longer names are truncated by the
 #: server without an error, so two long names sharing a prefix would be one schema.
 MAX_SCHEMA_BYTES = 63
@@ -272,6 +286,34 @@ def _ident(schema: str, table: str) -> sql.Identifier:
     return sql.Identifier(schema, table)
 
 
+def _quoted(schema: str) -> str:
+    """``schema`` as a quoted identifier, for a message that tells someone what to run."""
+    return '"' + schema.replace('"', '""') + '"'
+
+
+def _installers_lock(schema: str) -> str:
+    """The key of the advisory lock that serialises installs (and drops) of ``schema``."""
+    return f"chongming:{schema}"
+
+
+def _connection_lost(exc: BaseException | None) -> bool:
+    """Whether a driver error says the *connection* failed, not the statement.
+
+    A reset, a server going away or restarting, a connect that was refused or timed out:
+    libpq reports those as ``OperationalError`` without an SQLSTATE (the client saw it)
+    or with one of class 08 (connection exception) or 57P01-57P03 (the server shutting
+    down or starting up). A lock or statement timeout or a missing privilege is an
+    OperationalError too, with another SQLSTATE: running it again would fail again, so it
+    is not "lost". (A connect the server turns away -- a wrong password, a missing
+    database -- carries no SQLSTATE either, so it counts as lost and costs the bounded
+    retries before its error is raised.)
+    """
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
 @contextmanager
 def _admin_connection(
     conn_or_dsn: psycopg.Connection[Any] | str,
@@ -281,7 +323,15 @@ def _admin_connection(
         # server-side prepared statements, and everything below is transaction-scoped
         # (one transaction per call, pg_advisory_xact_lock, SET LOCAL), never SET or
         # a session advisory lock that would stay on a server connection.
-        with psycopg.connect(conn_or_dsn, autocommit=True, prepare_threshold=None) as conn:
+        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
+        try:
+            configured = conninfo_to_dict(conn_or_dsn).get("connect_timeout")
+        except psycopg.Error:  # a malformed DSN: connect() below says so, masked
+            configured = None
+        if configured is None and not os.environ.get("PGCONNECT_TIMEOUT"):
+            # A dead server must fail an install or a teardown, not hang it for 130 s.
+            kwargs["connect_timeout"] = ADMIN_CONNECT_TIMEOUT
+        with psycopg.connect(conn_or_dsn, **kwargs) as conn:
             yield conn
     else:
         yield conn_or_dsn
@@ -299,7 +349,7 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
     with _driver_errors(f"install_schema({schema!r})"), _admin_connection(
         conn_or_dsn
     ) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"chongming:{schema}"])
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_installers_lock(schema)])
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
         conn.execute(
             sql.SQL(
@@ -331,12 +381,52 @@ def install_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> i
     return SCHEMA_VERSION
 
 
-def drop_schema(conn_or_dsn: psycopg.Connection[Any] | str, schema: str) -> None:
-    """Drop ``schema`` and everything in it (test teardown). Missing schema: no-op."""
+def drop_schema(
+    conn_or_dsn: psycopg.Connection[Any] | str, schema: str, *, attempts: int = DROP_ATTEMPTS
+) -> None:
+    """Drop ``schema`` and everything in it (test teardown). Missing schema: no-op.
+
+    Built for a bad day, because a teardown that gives up leaves a schema behind on a
+    shared server for good:
+
+    * **Retried when the connection is lost** (:func:`_connection_lost`), given a DSN: up
+      to ``attempts`` times, waiting ``DROP_BACKOFF`` seconds before the second attempt
+      and twice as long before each later one. ``DROP SCHEMA IF EXISTS`` is idempotent,
+      so running it again is exact whatever the lost attempt did (it may have dropped
+      the schema and lost only the reply). Any other error -- a lock timeout, a missing
+      privilege -- is raised at once: running it again would fail again. Given a
+      connection, nothing is retried (its failure is the caller's to handle).
+    * **After any install of the schema** that is still running: the drop takes the
+      installers' advisory lock first, so an install whose client was cut off but whose
+      server transaction goes on (its COMMIT was already on the wire) ends first; the
+      drop then sees what it committed, instead of dropping nothing and letting the
+      install create the schema a moment later.
+    * **Never hangs**: connecting gives up after ``ADMIN_CONNECT_TIMEOUT`` seconds (unless
+      the DSN says otherwise), waiting for a lock after 30 s.
+    * **Says what is left behind**: the StoreError after the last attempt names the
+      schema and the statement that drops it by hand.
+    """
     validate_schema_name(schema)
-    with _driver_errors(f"drop_schema({schema!r})"), _admin_connection(
-        conn_or_dsn
-    ) as conn, conn.transaction():
-        # Never hang a teardown forever behind a forgotten transaction.
-        conn.execute("SET LOCAL lock_timeout = '30s'")
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+    tries = max(1, attempts) if isinstance(conn_or_dsn, str) else 1
+    for attempt in range(1, tries + 1):
+        try:
+            with _driver_errors(f"drop_schema({schema!r})"), _admin_connection(
+                conn_or_dsn
+            ) as conn, conn.transaction():
+                # Never hang a teardown forever behind a forgotten transaction.
+                conn.execute("SET LOCAL lock_timeout = '30s'")
+                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                             [_installers_lock(schema)])
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+            return
+        except StoreError as exc:
+            if attempt < tries and _connection_lost(exc.__cause__):
+                time.sleep(DROP_BACKOFF * 2 ** (attempt - 1))
+                continue
+            tried = f" (attempt {attempt} of {tries})" if tries > 1 else ""
+            raise StoreError(
+                f"{exc}{tried}; the schema {schema!r} may be left behind: drop it with "
+                f"DROP SCHEMA IF EXISTS {_quoted(schema)} CASCADE"
+            ) from exc.__cause__

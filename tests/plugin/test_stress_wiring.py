@@ -150,3 +150,48 @@ def test_a_checker_out_of_budget_is_not_verified_with_its_reason(
     assert "budget 10 states / 60 s" in note and "worker logs kept in" in note, note
     assert table_outcome(result.stdout.str(), "XP-MIXED-WORKLOAD") == "NOT VERIFIED"
     assert doc["run"]["gate_passed"] is False
+
+
+SET_UP_FAILS = '''
+"""A shared store whose set-up fails after the plugin's configure-time check (issue 43)."""
+from reference_stores import sqlite
+from reference_stores.memory import InMemoryTaskStore
+
+calls = 0
+
+
+def make_store():
+    return InMemoryTaskStore()
+
+
+def make_shared_store():
+    global calls
+    calls += 1
+    if calls > 1:  # the configure-time check opens one location, fine
+        error = ConnectionResetError(104, "Connection reset by peer")
+        error.add_note("the database 'chongming_t_x' may be left behind")
+        raise error
+    yield from sqlite.make_shared_store()
+'''
+
+
+def test_a_stress_location_that_cannot_be_set_up_is_an_error_not_a_failure(
+    pytester: pytest.Pytester,
+) -> None:
+    """A bad day (issue 43): the scenario's make_shared_store() raises. pytest says ERROR
+    (the location is opened in the set-up phase), its clause is NOT VERIFIED with the
+    set-up named -- never FAIL, nothing ran -- and the run is not green."""
+    pytester.makepyfile(setupfails=SET_UP_FAILS)
+    result = run(pytester, "--chongming-store=setupfails:make_store",
+                 "--chongming-report=r.json", "-k", "xp_save_atomic or create_then_get__returns")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    assert "ERROR at setup of TestStoreStress.test_xp_save_atomic__save_race" in out
+    assert "chongming: stress 1/1 error in" in out
+    assert "the database 'chongming_t_x' may be left behind" in out  # the factory's note
+    assert table_outcome(out, "XP-SAVE-ATOMIC") == "NOT VERIFIED"
+    doc = load_report(pytester.path / "r.json")
+    entry = clause(doc, "XP-SAVE-ATOMIC")
+    assert entry["outcome"] == "NOT VERIFIED" and "failed in set-up" in entry["note"], entry
+    assert not [c["id"] for c in doc["clauses"] if c["outcome"] == "FAIL"]

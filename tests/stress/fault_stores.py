@@ -59,10 +59,10 @@ from reference_stores.postgres import (
     PostgresTaskStore,
     _begin_statement,
     _configure,
+    _dropped_on_exit,
     _dsn_from_env,
     _Lease,
     _Watchdog,
-    drop_schema,
     install_schema,
     open_pool,
     routed_dsn,
@@ -456,8 +456,8 @@ def _shared(
     dsn = _dsn_from_env()
     opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     schema = f"chongming_t_{uuid.uuid4().hex[:16]}"
-    install_schema(dsn, schema)
-    try:
+    with _dropped_on_exit(dsn, schema):  # as the reference: a failed install leaves nothing
+        install_schema(dsn, schema)
         if opener_dsn is None:
             yield functools.partial(cls.open, dsn, schema=schema, call_timeout=call_timeout)
         else:
@@ -468,8 +468,6 @@ def _shared(
                 call_timeout=None if call_timeout is None else NETWORK_CALL_TIMEOUT,
                 timeout=NETWORK_CALL_TIMEOUT,
             )
-    finally:
-        drop_schema(dsn, schema)
 
 
 def make_retrying_save(network: Any = None) -> Generator[Callable[[], Any], None, None]:

@@ -53,12 +53,12 @@ from reference_stores.mariadb import (
     MariaDBTaskStore,
     _close_quietly,
     _count,
+    _dropped_on_exit,
     _dsn_from_env,
     _fetchone,
     _is_duplicate,
     _Pool,
     _snapshot_params,
-    drop_schema,
     install_schema,
     routed_dsn,
 )
@@ -496,8 +496,8 @@ def _shared(
     dsn = _dsn_from_env()
     opener_dsn = None if network is None else routed_dsn(dsn, network)  # refuse before install
     database = f"chongming_t_{uuid.uuid4().hex[:16]}"
-    install_schema(dsn, database)
-    try:
+    with _dropped_on_exit(dsn, database):  # as the reference: a failed install leaves nothing
+        install_schema(dsn, database)
         if opener_dsn is None:
             yield functools.partial(cls.open, dsn, database=database, call_timeout=call_timeout)
         else:
@@ -508,8 +508,6 @@ def _shared(
                 call_timeout=None if call_timeout is None else NETWORK_CALL_TIMEOUT,
                 timeout=NETWORK_CALL_TIMEOUT,
             )
-    finally:
-        drop_schema(dsn, database)
 
 
 def make_retrying_save(network: Any = None) -> Generator[Callable[[], Any], None, None]:

@@ -37,7 +37,7 @@ import psycopg
 from psycopg import sql
 
 from chongming_conformance import StoreError, TaskQuery, TaskSnapshot, TaskStatus, Transition
-from reference_stores.postgres import PostgresTaskStore, drop_schema, install_schema
+from reference_stores.postgres import PostgresTaskStore, _dropped_on_exit, install_schema
 
 _INTEGRATION = str(Path(__file__).resolve().parent.parent / "integration")
 if _INTEGRATION not in sys.path:  # throwaway_servers, for the tests that build the servers
@@ -159,8 +159,8 @@ def make_replica_reads(
     partial to ``run_all`` / ``run_scenario``. A fresh schema on the primary (dropped
     afterwards), present on the replica before the opener is handed out."""
     schema = f"chongming_t_{uuid.uuid4().hex[:16]}"
-    install_schema(primary_dsn, schema)
-    try:
+    with _dropped_on_exit(primary_dsn, schema):  # as the reference: a failed set-up leaves nothing
+        install_schema(primary_dsn, schema)
         if replica_dsn != primary_dsn:
             wait_for_schema(replica_dsn, schema)
         yield functools.partial(
@@ -170,5 +170,3 @@ def make_replica_reads(
             schema=schema,
             reads=tuple(reads),
         )
-    finally:
-        drop_schema(primary_dsn, schema)

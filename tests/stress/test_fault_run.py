@@ -159,7 +159,9 @@ def _teardown_fails() -> Iterator[Callable[[], Any]]:
 
 
 def _setup_fails() -> Iterator[Callable[[], Any]]:
-    raise ConnectionResetError(104, "Connection reset by peer")
+    error = ConnectionResetError(104, "Connection reset by peer")
+    error.add_note("the database 'chongming_t_x' may be left behind: drop it with ...")
+    raise error
     yield  # a generator factory
 
 
@@ -175,6 +177,8 @@ def test_run_all_reports_a_set_up_or_teardown_fault_on_its_line() -> None:
     assert unset.errored and not unset.failed and not unset.ok
     assert unset.blamed() == []
     assert "make_shared_store() failed: ConnectionResetError" in unset.errors[0]
+    # What the factory could not clean up (its error's note) is on the scenario's line too.
+    assert "'chongming_t_x' may be left behind: drop it with" in unset.errors[0]
 
 
 @pytest.mark.postgres

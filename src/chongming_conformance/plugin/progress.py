@@ -135,4 +135,7 @@ class Progress:
         total = max(self.planned[phase], number)
         took = (f"{report.duration:.1f} s" if report.duration >= 1 else
                 f"{report.duration * 1000:.0f} ms")
-        self._write(f"{phase} {number}/{total} {report.outcome} in {took}")
+        # A set-up that failed is pytest's ERROR: the check never ran (its store or shared
+        # location could not be opened), which is not a failure of the store.
+        outcome = "error" if report.when == "setup" and report.failed else report.outcome
+        self._write(f"{phase} {number}/{total} {outcome} in {took}")

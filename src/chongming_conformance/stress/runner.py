@@ -381,8 +381,7 @@ def run_all(
         except Exception as exc:
             failed = ScenarioResult(name, SCENARIOS[name].clauses, prof.name,
                                     setup_failed=True, logs_note="none (no worker ran)")
-            failed.errors.append(mask_secrets(
-                f"make_shared_store() failed: {type(exc).__name__}: {exc}"))
+            failed.errors.append(mask_secrets(f"make_shared_store() failed: {_described(exc)}"))
             failed.errors += _close(stack)
             results.append(failed)
             continue
@@ -399,6 +398,13 @@ def _close(stack: contextlib.ExitStack) -> list[str]:
     try:
         stack.close()
     except Exception as exc:
-        return [mask_secrets(
-            f"make_shared_store()'s teardown failed: {type(exc).__name__}: {exc}")]
+        return [mask_secrets(f"make_shared_store()'s teardown failed: {_described(exc)}")]
     return []
+
+
+def _described(exc: BaseException) -> str:
+    """``Type: message``, then the notes the error carries, one a line: a factory says
+    there what it could not clean up (the reference stores: "and dropping what the failed
+    set-up left failed too: ..., the database '...' may be left behind: drop it with ...")."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
+    return f"{type(exc).__name__}: {exc}" + "".join(f"\n  {n}" for n in notes)

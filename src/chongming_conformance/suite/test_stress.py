@@ -23,8 +23,9 @@ class TestStoreStress(StressContract):
     partial_verdicts = True
 
     def setup_method(self, method: object = None) -> None:
-        super().setup_method(method)
+        # The profile first: the base opens the scenario's location with it.
         self.stress_profile: StressProfile | str = get_profile(_config.stress_profile())
+        super().setup_method(method)
 
     def make_shared_store(self, network: Any = None) -> Any:
         shared: Any = _config.shared_store_factory()
