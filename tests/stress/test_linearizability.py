@@ -321,6 +321,33 @@ def test_counts_during_a_save_may_count_either_status() -> None:
     assert check(r.calls()).ok
 
 
+def test_counts_during_a_save_never_count_the_task_twice_nor_nowhere() -> None:
+    """Each status alone allows the saved task either way; together it is one task. Counted
+    under both statuses at once (a counter read between a writer's two index updates), or
+    under neither (read between its record and its index), no instant of the call gives --
+    though every status stays within its own bounds."""
+    for pending, running in ((4, 1), (3, 0)):
+        r = Recorder()
+        r.setup()
+        r.save(1, saved(1, "w1-s1"), 0, (1.0, 3.0))  # PENDING -> RUNNING
+        r.call(2, "counts", {}, "counts", {}, (2.0, 2.5),
+               result={TaskStatus.PENDING: pending, TaskStatus.RUNNING: running},
+               summary=pending + running)
+        result = check(r.calls())
+        assert [v.kind for v in result.violations] == ["counts-range"], result.report()
+        assert "no single instant" in result.violations[0].explanation
+
+
+def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:
+    r = Recorder()
+    r.setup()
+    r.create(1, task("late", name="late"), (1.0, 3.0))
+    for pending in (4, 5):
+        r.call(2, "counts", {}, "counts", {}, (2.0, 2.5),
+               result={TaskStatus.PENDING: pending}, summary=pending)
+    assert check(r.calls()).ok
+
+
 def test_local_checks_claim_over_its_limit_and_query_out_of_order() -> None:
     r = Recorder()
     r.setup()
