@@ -135,7 +135,9 @@ def test_a_pause_stops_a_worker_and_stop_always_continues_it(tmp_path: Path) -> 
             time.sleep(0.01)
         assert _state(proc.pid) == "T"  # stopped
         nemesis.stop()  # mid-pause: the worker must not stay stopped
-        assert _state(proc.pid) in ("S", "R")
+        # (Not stopped: sleeping, running -- or, on a loaded machine, still in a disk read
+        # of its start-up, "D".)
+        assert _state(proc.pid) not in ("T", "t")
         assert nemesis.applied[0].detail == f"paused worker 0 (pid {proc.pid})"
     finally:
         proc.kill()

@@ -153,16 +153,23 @@ class _Track:
 
 @dataclass(slots=True)
 class _Learned:
-    """Per method: how many requests the calls that returned made on their connection."""
+    """Per kind of call: how many requests the calls that returned made on their connection
+    -- and, apart, the ones that raised or reported a conflict: a kind whose calls never
+    return (an insert of an id that exists always raises) is learned from those."""
 
     counts: dict[str, Counter[int]] = field(default_factory=dict)
+    failed: dict[str, Counter[int]] = field(default_factory=dict)
 
-    def add(self, method: str, round_trips: int) -> None:
-        self.counts.setdefault(method, Counter())[round_trips] += 1
+    def add(self, method: str, round_trips: int, *, returned: bool = True) -> None:
+        (self.counts if returned else self.failed).setdefault(
+            method, Counter())[round_trips] += 1
+
+    def _of(self, method: str) -> Counter[int] | None:
+        return self.counts.get(method) or self.failed.get(method)
 
     def last(self, method: str) -> int | None:
-        """The most common count (ties: the larger), or None before any call returned."""
-        counter = self.counts.get(method)
+        """The most common count (ties: the larger), or None before any call ended."""
+        counter = self._of(method)
         if not counter:
             return None
         return max(counter.items(), key=lambda kv: (kv[1], kv[0]))[0]
@@ -171,7 +178,7 @@ class _Learned:
         """The largest count at least :data:`DEEP_SHARE` of the calls made, or None: the
         commit of the calls that did something. A claim that leased nothing, or a prune
         that found nothing, stops a request or more before one that did."""
-        counter = self.counts.get(method)
+        counter = self._of(method)
         if not counter:
             return None
         total = sum(counter.values())
@@ -242,7 +249,8 @@ class Aimer(Interceptor):
     def learned(self) -> dict[str, int]:
         """Every method's learned last round trip, for the report."""
         with self._lock:
-            found = {m: self._learned.last(m) for m in self._learned.counts}
+            found = {m: self._learned.last(m)
+                     for m in {*self._learned.counts, *self._learned.failed}}
         return {m: n for m, n in sorted(found.items()) if n is not None}
 
     def in_flight(self, proxy: str, connection: int) -> tuple[int, int, str] | None:
@@ -301,9 +309,10 @@ class Aimer(Interceptor):
 
     # -- inside the lock -----------------------------------------------------------------------
     def _finish(self, track: _Track, outcome: str | None = None) -> None:
-        """The call ``track`` carried is over: learn its round trips if it returned."""
-        if outcome == "returned" and track.method is not None and track.round_trip > 0:
-            self._learned.add(track.method, track.round_trip)
+        """The call ``track`` carried is over: learn its round trips if it ended on a live
+        connection (one a fault closed tells nothing of the kind's usual requests)."""
+        if outcome is not None and track.method is not None and track.round_trip > 0:
+            self._learned.add(track.method, track.round_trip, returned=outcome == "returned")
 
     def _match(self, chunk: ChunkSeen, track: _Track, pid: int) -> Decision:
         method = track.method or "other"
