@@ -321,21 +321,29 @@ def test_counts_during_a_save_may_count_either_status() -> None:
     assert check(r.calls()).ok
 
 
-def test_counts_during_a_save_never_count_the_task_twice_nor_nowhere() -> None:
-    """Each status alone allows the saved task either way; together it is one task. Counted
-    under both statuses at once (a counter read between a writer's two index updates), or
-    under neither (read between its record and its index), no instant of the call gives --
-    though every status stays within its own bounds."""
-    for pending, running in ((4, 1), (3, 0)):
-        r = Recorder()
-        r.setup()
-        r.save(1, saved(1, "w1-s1"), 0, (1.0, 3.0))  # PENDING -> RUNNING
-        r.call(2, "counts", {}, "counts", {}, (2.0, 2.5),
-               result={TaskStatus.PENDING: pending, TaskStatus.RUNNING: running},
-               summary=pending + running)
-        result = check(r.calls())
-        assert [v.kind for v in result.violations] == ["counts-range"], result.report()
-        assert "no single instant" in result.violations[0].explanation
+def test_a_write_a_read_has_shown_is_certain_from_that_read_on() -> None:
+    """A save whose writer was killed mid-call may take effect at any instant -- until a
+    read returns its snapshot: from then on it has, and a count that still holds the task
+    under its old status (an index entry the crash left behind) fails. Before that read,
+    either count is possible."""
+    new = saved(1, "w1-s1")  # PENDING -> RUNNING
+    counted = {TaskStatus.PENDING: 4, TaskStatus.RUNNING: 1}  # the task under both
+    r = Recorder()
+    r.setup()
+    r.save(1, new, 0, (1.0, None))  # killed: pending for ever
+    r.get(2, "mix-t0", new, (2.0, 2.1))  # it took effect
+    r.call(3, "counts", {}, "counts", {}, (3.0, 3.1), result=counted, summary=5)
+    result = check(r.calls())
+    assert [v.kind for v in result.violations] == ["counts-range"], result.report()
+    assert "at most 3 task(s) could have been pending" in result.violations[0].explanation
+
+    before = Recorder()
+    before.setup()
+    before.save(1, new, 0, (1.0, None))
+    before.call(3, "counts", {}, "counts", {}, (3.0, 3.1),
+                result={TaskStatus.PENDING: 4}, summary=4)
+    before.get(2, "mix-t0", new, (4.0, 4.1))  # shown only after the count
+    assert check(before.calls()).ok
 
 
 def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:

@@ -11,7 +11,13 @@ effect before it (or the initial one), and that write
 
 So every write meeting both conditions is a *candidate*, and the value at the
 point is one of the candidates' values (a prune's is "missing"; the initial value
-is a candidate only when no certain write came before the call). Then for each
+is a candidate only when no certain write came before the call). A write is certain
+when it returned -- or when a read returned what it wrote: a save whose reply was lost,
+or whose writer was killed, took effect before the read that shows its snapshot, so from
+that read's return on it is as certain as one that returned (a crashed writer's
+half-written index cannot hide behind its unknown outcome for ever). A snapshot is
+taken for a write's only when exactly one write of the history wrote that task, version,
+status and name. Then for each
 status ``s``::
 
     #{tasks whose every candidate is s} <= counts()[s] <= #{tasks with some candidate s}
@@ -19,15 +25,7 @@ status ``s``::
 and a prune that returned ``n`` with ``keep_terminal=k`` satisfies
 ``max(certain - k, 0) <= n <= max(possible - k, 0)`` over the terminal tasks. Both
 bounds are necessary for any linearization, so a correct store never fails them
-(sound).
-
-The per-status bounds let a task in flight be counted under its old status *and* its new
-one -- a counter read between a writer's two index updates -- since each bound alone
-allows it. At the linearization point every task has exactly one value, so the counts
-must also be met *jointly*: each task whose value is uncertain gives one of its
-candidates, and the statuses must come out exactly as counted (:func:`_joint`: a
-matching of tasks to the counted statuses, by augmenting paths). Necessary too, so still
-sound; it is what shows a count that holds a task twice.
+(sound); they cannot see what a finer reasoning across tasks would.
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...oracle import Model
 from ...protocol.model import TaskStatus
@@ -99,6 +98,7 @@ class Candidates:
             if c.method in ("create", "save") and c.outcome is not Outcome.CONFLICT:
                 snap = c.args["snapshot"]
                 writes[snap.task_id].append(_Write(c, snap.status, c.t_invoke, c.end))
+        seen = _observed(calls, writes)
         # Prunes are writes of "missing" to every terminal task alike: one shared list.
         self._terminal = terminal
         self._prunes = [_Write(c, None, c.t_invoke, c.end) for c in prunes]
@@ -114,8 +114,10 @@ class Candidates:
         self._by_value: dict[str, list[tuple[Value, list[float], list[tuple[float, int,
                                                                             float]]]]] = {}
         for t, ws in writes.items():
-            certain = sorted((w for w in ws if w.call.outcome is Outcome.OK
-                              and w.call.method in ("create", "save")), key=lambda w: w.end)
+            certain = sorted((w if w.call.outcome is Outcome.OK else
+                              _Write(w.call, w.value, w.t_invoke, seen[id(w.call)])
+                              for w in ws if w.call.outcome is Outcome.OK
+                              or id(w.call) in seen), key=lambda w: w.end)
             self._certain_ends[t] = [w.end for w in certain]
             running = -math.inf
             prefix = []
@@ -159,6 +161,38 @@ class Candidates:
                 if w.t_invoke <= stop and w.end >= floor and w.call is not call]
 
 
+def _identity(snap: Any) -> tuple[str, int, Value, str]:
+    return snap.task_id, snap.status_version, snap.status, snap.name
+
+
+def _observed(calls: Sequence[Call], writes: dict[str, list[_Write]]) -> dict[int, float]:
+    """The writes of unknown outcome a read showed took effect: id(write call) -> the
+    earliest return of a get or query that returned the snapshot only it wrote."""
+    by_identity: dict[tuple[str, int, Value, str], list[Call]] = defaultdict(list)
+    for ws in writes.values():
+        for w in ws:
+            by_identity[_identity(w.call.args["snapshot"])].append(w.call)
+    unknown = {key: cs[0] for key, cs in by_identity.items()
+               if len(cs) == 1 and cs[0].outcome is not Outcome.OK}
+    if not unknown:
+        return {}
+    out: dict[int, float] = {}
+    for c in calls:
+        if c.outcome is not Outcome.OK or c.t_return is None:
+            continue
+        if c.method == "get":
+            shown = [c.result] if c.result is not None else []
+        elif c.method == "query":
+            shown = list(c.result or ())
+        else:
+            continue
+        for snap in shown:
+            write = unknown.get(_identity(snap))
+            if write is not None:
+                out[id(write)] = min(out.get(id(write), math.inf), c.t_return)
+    return out
+
+
 def _shown(tasks: Sequence[str], limit: int = 6) -> str:
     more = f" and {len(tasks) - limit} more" if len(tasks) > limit else ""
     return ", ".join(repr(t) for t in tasks[:limit]) + more
@@ -184,15 +218,6 @@ def check_ranges(calls: Sequence[Call], initial: Model | None = None) -> list[Ra
 
 
 def _counts(c: Call, table: dict[str, set[Value]], cands: Candidates) -> list[RangeProblem]:
-    out = _marginal(c, table, cands)
-    if not out:
-        out = _joint(c, table, cands)
-    return out
-
-
-def _marginal(c: Call, table: dict[str, set[Value]], cands: Candidates
-              ) -> list[RangeProblem]:
-    """Each status on its own: between the tasks certainly in it and the tasks maybe in it."""
     got: dict[TaskStatus, int] = c.result or {}
     certain_n: Counter[Value] = Counter()
     possible_n: Counter[Value] = Counter()
@@ -220,77 +245,6 @@ def _marginal(c: Call, table: dict[str, set[Value]], cands: Candidates
                 f"could have been {status.value} at any instant of the call"
                 + (f": {_shown(possible)}" if possible else ""), [c]))
     return out
-
-
-def _joint(c: Call, table: dict[str, set[Value]], cands: Candidates) -> list[RangeProblem]:
-    """The statuses together: can every task whose value is uncertain take one of its
-    candidates so that each status holds exactly the number counted? Each counted place
-    left after the certain tasks needs a task that may be in that status, and each task
-    that cannot be missing needs a counted place (the marginal bounds hold, so the certain
-    tasks never exceed a count). A matching that fills every place and one that places
-    every such task exist together iff one does both (Mendelsohn-Dulmage), so two
-    matchings by augmenting paths decide it."""
-    got: dict[TaskStatus, int] = c.result or {}
-    need: Counter[Value] = Counter({s: got.get(s, 0) for s in TaskStatus})
-    open_: dict[str, set[Value]] = {}
-    for task, vals in table.items():
-        if len(vals) == 1:
-            need[next(iter(vals))] -= 1
-        elif vals:
-            open_[task] = vals
-    places = [(s, i) for s in sorted((s for s in TaskStatus if need[s] > 0),
-                                     key=lambda s: s.value) for i in range(need[s])]
-    if not places and all(None in vals for vals in open_.values()):
-        return []
-    edges = {t: [p for p in places if p[0] in vals] for t, vals in open_.items()}
-    filled = _matching(edges, sorted(open_))
-    placed = _matching(edges, sorted(t for t, vals in open_.items() if None not in vals))
-    unfilled = [p for p in places if p not in filled.values()]
-    unplaced = sorted(t for t, vals in open_.items() if None not in vals and t not in placed)
-    if not unfilled and not unplaced:
-        return []
-    shown = ", ".join(f"{n} {s.value}" for s, n in sorted(got.items(), key=lambda kv: kv[0].value)
-                      if n) or "nothing"
-    if unfilled:
-        status = unfilled[0][0]
-        maybe = sorted(t for t, vals in open_.items() if status in vals)
-        what = (f"the tasks that might have been {status.value} then "
-                f"({_shown(maybe) if maybe else 'none'}) are too few for the "
-                f"{got.get(status, 0)} counted once every other task is counted where it must "
-                "be -- a task counted under two statuses at once?")
-    else:
-        maybe = unplaced
-        what = (f"{_shown(unplaced)} existed at every instant of the call and cannot be "
-                "counted under any status the counts leave room for -- a task counted "
-                "under none?")
-    why = [w for t in maybe for w in cands.sources(c, t)][:8]
-    return [RangeProblem(
-        "counts-range", c, f"counts() returned {shown}, which no single instant of the call "
-        f"gives: each task has one status at a time, and {what}", [c, *why])]
-
-
-def _matching(edges: dict[str, list[tuple[TaskStatus, int]]], tasks: Sequence[str]
-              ) -> dict[str, tuple[TaskStatus, int]]:
-    """A maximum matching of ``tasks`` to the places their edges reach (Kuhn's algorithm):
-    task -> place."""
-    holder: dict[tuple[TaskStatus, int], str] = {}
-    assigned: dict[str, tuple[TaskStatus, int]] = {}
-
-    def place(task: str, seen: set[tuple[TaskStatus, int]]) -> bool:
-        for slot in edges.get(task, ()):
-            if slot in seen:
-                continue
-            seen.add(slot)
-            other = holder.get(slot)
-            if other is None or place(other, seen):
-                holder[slot] = task
-                assigned[task] = slot
-                return True
-        return False
-
-    for task in tasks:
-        place(task, set())
-    return assigned
 
 
 def _prune(c: Call, table: dict[str, set[Value]], cands: Candidates) -> RangeProblem | None:

@@ -65,7 +65,7 @@ from ...protocol.model import TaskQuery
 from ..harness import Group, Harness, WorkerContext, WorkerSpec
 from ..lincheck import Budget, Verdict, Violation, calls_from_logs, check
 from ..log import Logs, Op
-from ..records import at, snapshot_summary, transition, transitions_summary
+from ..records import at, command, snapshot_summary, transition, transitions_summary
 from ._aimed import FREEZE_HOLD, FREEZERS, WorkloadAim, freezer
 from ._common import logged_claim, report_errors
 from ._mix_calls import (
@@ -269,10 +269,10 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
     included), the terminal tasks it saved back to RUNNING this round (a prune racing
     the save must have spared them) and the tasks carrying its own tag (every one it
     created and nobody pruned: a create is all or nothing) while nobody writes. (2) The
-    round's checker alone reads their history, ``counts()`` and ``query()``, claims every
-    claimable command and releases it -- a claim no other command call overlaps, so it
-    must return every command that is claimable (the strict skip policy) -- and saves one
-    key task. (3)
+    round's checker alone reads their history, ``counts()`` and ``query()``, submits a
+    command and claims every claimable command -- that one at least; a claim no other
+    command call overlaps, so it must return every command that is claimable (the strict
+    skip policy) -- releases them, and saves one key task. (3)
     Every other worker reads that task again: it must see the save (a private cache
     would not)."""
     s = ctx.store
@@ -294,9 +294,15 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
         for q in CHECK_QUERIES:
             ctx.call("query", {"check": True}, partial(s.query, q),
                      summarize=lambda ts: len(ts))
+        # A command of its own first, so the claim always has one to lease: a claim that
+        # answers [] then says nothing is claimable, which the strict skip policy refutes.
+        cid = f"mix-check-r{r}"
+        ctx.call("submit", {"id": cid, "check": True},
+                 partial(s.submit_command, command(cid, probe, now)))
         for c in logged_claim(ctx, now, LEASE, 100_000, qualifier="all"):
             ctx.call("release", {"id": c.command_id, "check": True},
-                     partial(s.release_command, c.command_id, now=at(now)), now=at(now))
+                     partial(s.release_command, c.command_id, now=at(now)), now=at(now),
+                     qualifier="held")
         if ctx.params.get("aimed"):  # read: the frozen writes may go on (``_aimed``)
             signal_file(ctx.params["signals"], f"checked{r}")
         read_and_save(ctx, st, probe)
