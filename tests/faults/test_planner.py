@@ -68,3 +68,19 @@ def test_deep_is_the_commit_of_the_calls_that_did_something() -> None:
     assert learned.deep("claim_commands") == 4
     assert 1 / 101 < DEEP_SHARE <= 20 / 101
     assert learned.deep("save") is None
+
+
+def test_the_lowest_stage_goes_first_and_a_cell_that_keeps_missing_stops_holding_it_up() -> None:
+    """A claim or prune that raised may hold any command locked for as long as the checker
+    knows, so the cells whose evidence is a later claim's answer come before them."""
+    early = Cell(("lost-request",), ("release_command:held",), 1, stage=1)
+    middle = Cell(("lost-reply",), ("claim_commands:all",), 1, stage=2)
+    late = Cell(("lost-reply",), ("prune",), 1, stage=3)
+    planner = Planner(5, KINDS, [late, middle, early], aimable=AIMABLE)
+    assert [f.target for f in planner.volley(Counter())] == ["release_command:held"]
+    met = Counter({("lost-request", "release_command:held"): 1})
+    assert [f.target for f in planner.volley(met)] == ["claim_commands:all"]
+    for fault in planner.volley(met):
+        for _ in range(3):
+            planner.missed(fault)  # the claim of every claimable command never came
+    assert {f.target for f in planner.volley(met)} == {"prune"}

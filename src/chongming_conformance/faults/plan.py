@@ -232,12 +232,14 @@ def plan(seed: int, kinds: Sequence[str]) -> Iterator[Fault]:
 class Cell:
     """What a fault run must exercise: faults of one of ``kinds`` landed inside calls of
     one of ``methods`` (empty: any call), at least ``minimum`` times. ``reason`` says why
-    that many (the report quotes it beside a short cell)."""
+    that many (the report quotes it beside a short cell). ``stage``: the planner aims at
+    the short cells of the lowest stage first (see :class:`Planner`)."""
 
     kinds: tuple[str, ...]
     methods: tuple[str, ...]
     minimum: int
     reason: str = ""
+    stage: int = 1
 
     @property
     def label(self) -> str:
@@ -271,7 +273,7 @@ AIMABLE = frozenset(_AIMED_DURATION)
 #: rare kinds of call (an insert retried, a prune) waited for side by side.
 INSTANT = frozenset({"lost-reply", "lost-request", "reset"})
 #: The most aimed faults a volley arms at once.
-VOLLEY = 6
+VOLLEY = 8
 #: An aimed cell whose fault found no such call this many times in a row waits its turn
 #: behind the others (the workload makes that call seldom, or not through the proxy).
 _PATIENCE = 3
@@ -284,6 +286,14 @@ class Planner:
     here (the network kinds need the aim on the proxies; a pause needs the call board).
     :meth:`next` is asked for every fault with what has landed so far; :meth:`missed`
     is told when an aimed fault found no call to land in.
+
+    Cells come in stages, the lowest first: a claim or prune that raised may have locked
+    any command row for as long as the checker knows (its effect is unknown), so after one
+    every later claim may skip any command, and a claim's answer decides nothing more.
+    The faults whose evidence is a later claim's answer (a release that said done and was
+    never sent) therefore come before those that leave such a claim or prune behind. A
+    cell that keeps finding no call (:data:`_PATIENCE`) no longer holds the later stages
+    back.
     """
 
     def __init__(self, seed: int, kinds: Sequence[str], cells: Sequence[Cell] = (), *,
@@ -303,13 +313,22 @@ class Planner:
         """The aimable cells still below their minimum."""
         return [c for c in self.cells if c.landed(hits) < c.minimum]
 
+    def _turn_of(self, hits: Mapping[tuple[str, str], int]) -> list[int]:
+        """The short cells whose turn it is, in the seeded order: the eager ones of the
+        lowest stage among the eager; when none is eager, every short one."""
+        short = [i for i in self._order if self.cells[i].landed(hits) < self.cells[i].minimum]
+        eager = [i for i in short if self._misses[i] < _PATIENCE]
+        if not eager:
+            return short
+        stage = min(self.cells[i].stage for i in eager)
+        return [i for i in eager if self.cells[i].stage == stage]
+
     def next(self, hits: Mapping[tuple[str, str], int]) -> Fault:
         """The next fault: aimed at a short cell (a seeded rotation, the patient ones
         last), else the breadth plan's next."""
         self._number += 1
-        short = [i for i in self._order if self.cells[i].landed(hits) < self.cells[i].minimum]
-        if short:
-            eager = [i for i in short if self._misses[i] < _PATIENCE] or short
+        eager = self._turn_of(hits)
+        if eager:
             pick = eager[self._turn % len(eager)]
             self._turn += 1
             return self._aimed(self.cells[pick])
@@ -324,8 +343,7 @@ class Planner:
         """The next faults: up to :data:`VOLLEY` instant ones aimed at as many short cells
         (a seeded rotation, the patient ones last), when the next short cell's fault is
         instant; else the one :meth:`next` gives."""
-        short = [i for i in self._order if self.cells[i].landed(hits) < self.cells[i].minimum]
-        eager = [i for i in short if self._misses[i] < _PATIENCE] or short
+        eager = self._turn_of(hits)
         if not eager:
             return [self.next(hits)]
         start = self._turn % len(eager)

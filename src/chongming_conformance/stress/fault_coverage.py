@@ -17,16 +17,18 @@ The minimums and why:
   has its own code path, so each gets its own cell; three landings per kind leave room
   for landings where a mistake cannot show (a retried save whose task nobody reads
   again).
-* **a lost request, once per kind of call** (XP-FAULT-SAFETY): the request never reached
+* **a lost request, twice per kind of call** (XP-FAULT-SAFETY): the request never reached
   the server, so a call that answers must answer truthfully -- a claim that returns
-  ``[]``, a write that says done. Once more for each kind of call whose effect a store
-  most often assumes (``faults.plan.QUALIFIERS``): an insert of an id that exists (a
-  store that "resolves" a lost reply by reading the id back answers "inserted" for a
-  duplicate), a complete or release of a held command (one that swallows the error says
-  "done" for a command still held);
-* **a lost reply after a claim of every claimable command**, once (XP-FAULT-SAFETY): the
-  check phase's claim, which leases whatever is claimable -- its lost reply leaves commands
-  leased to nobody, which a store that answers ``[]`` on an error hides.
+  ``[]``, a write that says done; twice, because the read that would show the untruth
+  may meet a fault of its own (an unknown effect explains anything). Three times for each
+  kind of call whose effect a store most often assumes (``faults.plan.QUALIFIERS``): an
+  insert of an id that exists (a store that "resolves" a lost reply by reading the id
+  back answers "inserted" for a duplicate), a complete or release of a held command (one
+  that swallows the error says "done" for a command still held);
+* **a lost reply after a claim of every claimable command**, three times
+  (XP-FAULT-SAFETY): the check phase's claim, which leases whatever is claimable -- its
+  lost reply leaves commands leased to nobody, which a store that answers ``[]`` on an
+  error hides.
 * **a pause inside a write** (XP-FAULT-SAFETY): a holder stopped between its requests,
   row locks held, while the others go on (once under network faults; three times when
   pauses are the only faults a store can get).
@@ -73,27 +75,43 @@ _LOST_REPLY = ("a write whose commit ran and whose reply was lost is the unknown
                "store most often takes for a known one; each kind of write has its own code "
                "path; three landings leave room for ones where a mistake cannot show")
 _LOST_REQUEST = ("a request that never reached the server: a call that answers must answer "
-                 "truthfully")
+                 "truthfully; twice, as the next read that would show the untruth may meet "
+                 "a fault of its own")
 _EFFECT_ASSUMED = ("a request that never reached the server, of a call whose effect a store "
-                   "most often assumes: it must not answer as if it had happened")
+                   "most often assumes: it must not answer as if it had happened; three "
+                   "landings, as the reads that decide it may meet faults of their own")
 _CLAIM_ALL = ("a claim that leased every claimable command, its reply lost: the commands are "
-              "leased to nobody, which a claim that answers [] on an error hides")
+              "leased to nobody, which a claim that answers [] on an error hides; three "
+              "landings, as the next rounds' claims that decide it may meet faults of their "
+              "own")
 _PAUSE = "a holder stopped between its requests, its row locks held, while the others go on"
 _BLACKHOLE = "a request that vanishes: only a client-side timeout ends the call"
 _BROKEN = "a connection broken under a call: the pool must find out and replace it"
 
 #: Per fault mode, clause -> the cells its verdict needs.
+#: The calls whose fault leaves a claim or prune of unknown effect, which may hold any
+#: command row locked for as long as the checker knows: their cells come last (stage 3),
+#: after the claim of every claimable command's (stage 2), so that the claims deciding the
+#: other cells' evidence come before any such call (``faults.plan.Planner``).
+_LOCKS_ANY = ("claim_commands", "prune")
+
+
+def _stage(method: str) -> int:
+    return 2 if method == "claim_commands:all" else 3 if method in _LOCKS_ANY else 1
+
+
 REQUIRED: dict[str, dict[str, tuple[Cell, ...]]] = {
     "network": {
         SAFETY: (
-            *(Cell(("lost-reply",), (w,), 3, _LOST_REPLY) for w in WRITES),
-            *(Cell(("lost-request",), (m,), 1, _LOST_REQUEST) for m in (*WRITES, *READS)),
-            *(Cell(("lost-request",), (k,), 1, _EFFECT_ASSUMED) for k in EFFECT_ASSUMED),
-            Cell(("lost-reply",), ("claim_commands:all",), 1, _CLAIM_ALL),
+            *(Cell(("lost-reply",), (w,), 3, _LOST_REPLY, _stage(w)) for w in WRITES),
+            *(Cell(("lost-request",), (m,), 2, _LOST_REQUEST, _stage(m))
+              for m in (*WRITES, *READS)),
+            *(Cell(("lost-request",), (k,), 3, _EFFECT_ASSUMED) for k in EFFECT_ASSUMED),
+            Cell(("lost-reply",), ("claim_commands:all",), 3, _CLAIM_ALL, stage=2),
             Cell(("pause",), WRITES, 1, _PAUSE),
         ),
         NO_HANG: (Cell(("blackhole",), READS, 1, _BLACKHOLE),),
-        RECOVERY: (Cell(("lost-reply", "lost-request", "reset"), (), 1, _BROKEN),),
+        RECOVERY: (Cell(("lost-reply", "lost-request", "reset"), (), 1, _BROKEN, stage=3),),
     },
     "pause": {
         SAFETY: (Cell(("pause",), WRITES, 3, _PAUSE + " (the only fault a store with no "

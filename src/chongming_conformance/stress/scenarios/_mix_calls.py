@@ -268,7 +268,7 @@ def one_call(ctx: WorkerContext, st: State, now: float, *, crashing: bool) -> No
         _claim(ctx, st, now, rng.randint(1, 3))
     elif pick < 0.86 and (held or st.finished):
         _finish(ctx, st, now, complete=None)
-    elif pick < 0.89:  # a plain read (a cache that outlives other processes' writes)
+    elif pick < 0.88:  # a plain read (a cache that outlives other processes' writes)
         target = tid if rng.random() < 0.8 or not st.doomed else rng.choice(st.doomed)
         ctx.call("get", {"task": target}, partial(s.get, target), summarize=snapshot_summary)
     elif pick < 0.90:  # an insert retried: the id exists
