@@ -116,3 +116,15 @@ def test_a_freeze_holds_exactly_the_request_it_names(rig: _Rig) -> None:
     assert rig.call("save", 4) == [None, None, None, None]  # it fired once
     [hit] = rig.aimer.fired(1)
     assert (hit.method, hit.round_trip, hit.round_trips) == ("save", 3, 4)
+
+
+def test_a_lost_request_may_be_aimed_some_requests_before_the_last(rig: _Rig) -> None:
+    """The commit is a call's last request; a duplicate insert fails at its INSERT, before
+    it: a cell's later lost requests walk back one request each."""
+    rig.call("create", 3)  # learned: 3 requests (BEGIN, INSERT, COMMIT)
+    rig.aimer.arm(Trigger(1, "lost-request", "drop", "upstream", frozenset({"create"}), "last",
+                          back=1))
+    assert rig.call("create", 3) == [None, "drop", None]
+    rig.aimer.arm(Trigger(2, "lost-request", "drop", "upstream", frozenset({"create"}), "last",
+                          back=5))  # never before the first
+    assert rig.call("create", 3) == ["drop", None, None]

@@ -110,6 +110,9 @@ class Trigger:
     workers: frozenset[int] = frozenset()
     hold: float = 0.0
     pick: int = 0
+    #: With ``round_trip="last"``: that many requests before the last (never before the
+    #: first).
+    back: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +331,7 @@ class Aimer(Interceptor):
                 continue  # a call already under way when the trigger was armed
             learned = self._learned.last(method)
             if trigger.round_trip == "last":
-                if learned is None or track.round_trip != learned:
+                if learned is None or track.round_trip != max(learned - trigger.back, 1):
                     continue
             elif trigger.round_trip == "deep":
                 deep = self._learned.deep(method)

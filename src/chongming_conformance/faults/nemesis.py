@@ -531,8 +531,9 @@ def _trigger(fault: Fault) -> Trigger | None:
     methods = fault.methods
     if fault.kind == "lost-reply":  # the server ran the commit; the client never hears
         return Trigger(fault.number, fault.kind, "drop", "downstream", methods, "deep")
-    if fault.kind == "lost-request":  # the commit never reaches the server
-        return Trigger(fault.number, fault.kind, "drop", "upstream", methods, "last")
+    if fault.kind == "lost-request":  # the commit (or a statement before it) never arrives
+        return Trigger(fault.number, fault.kind, "drop", "upstream", methods, "last",
+                       back=fault.back)
     if fault.kind == "reset":  # a reset inside the call, before one of its requests
         return Trigger(fault.number, fault.kind, "reset",
                        "upstream" if fault.pick % 2 else "downstream", methods, "any")

@@ -115,6 +115,9 @@ class Fault:
     pick: int
     amount: float = 0.0
     target: str = ""
+    #: An aimed lost request: how many requests before the call's last it is aimed at (the
+    #: landings of one cell walk back from the commit to the statements before it).
+    back: int = 0
 
     @property
     def methods(self) -> frozenset[str]:
@@ -149,7 +152,9 @@ class Fault:
         if self.kind == "lost-reply":
             return f"lose the reply of the next {calls} that committed (its last round trip)"
         if self.kind == "lost-request":
-            return f"lose the request of the next {calls} (its last round trip)"
+            which = ("its last round trip" if not self.back else
+                     f"{self.back} round trip(s) before its last")
+            return f"lose the request of the next {calls} ({which})"
         if self.kind == "reset":
             return f"reset the connection inside the next {calls}"
         if self.kind == "blackhole":
@@ -331,7 +336,7 @@ class Planner:
         if eager:
             pick = eager[self._turn % len(eager)]
             self._turn += 1
-            return self._aimed(self.cells[pick])
+            return self._aimed(self.cells[pick], landed=self.cells[pick].landed(hits))
         try:
             fault = next(self._breadth)
         except StopIteration:
@@ -356,7 +361,7 @@ class Planner:
                     return [self.next(hits)]
                 continue
             self._number += 1
-            out.append(self._aimed(cell, instant=True))
+            out.append(self._aimed(cell, instant=True, landed=cell.landed(hits)))
             if len(out) == VOLLEY:
                 break
         self._turn += len(out)
@@ -374,11 +379,15 @@ class Planner:
             if fault.kind in cell.kinds and set(cell.methods) == fault.methods:
                 self._misses[i] = 0
 
-    def _aimed(self, cell: Cell, *, instant: bool = False) -> Fault:
+    def _aimed(self, cell: Cell, *, instant: bool = False, landed: int = 0) -> Fault:
+        """A fault aimed at ``cell``; ``landed``: how many of its faults have landed (a lost
+        request walks back one request each time: the commit, then the statement before it
+        -- a duplicate insert that fails at its INSERT never reaches its commit)."""
         usable = [k for k in cell.kinds if k in AIMABLE and k in self._kinds
                   and (not instant or k in INSTANT)]
         kind = usable[self._rng.randrange(len(usable))]
         methods = cell.methods or (*WRITES, *READS)
         return Fault(self._number, kind, self._rng.uniform(0.02, 0.12),
                      _AIMED_DURATION[kind](self._rng), False, self._rng.randrange(1_000_000),
-                     target="|".join(methods))
+                     target="|".join(methods),
+                     back=landed if kind == "lost-request" else 0)
