@@ -84,3 +84,14 @@ def test_the_lowest_stage_goes_first_and_a_cell_that_keeps_missing_stops_holding
         for _ in range(3):
             planner.missed(fault)  # the claim of every claimable command never came
     assert {f.target for f in planner.volley(met)} == {"prune"}
+
+
+def test_a_rolling_volley_never_arms_a_second_fault_at_a_cell_that_has_one() -> None:
+    planner = Planner(7, KINDS, REPLY, aimable=AIMABLE)
+    first = planner.volley(Counter(), room=2)
+    assert len(first) == 2
+    more = planner.volley(Counter(), room=VOLLEY, armed=[(f.kind, f.target) for f in first])
+    assert len(more) == len(REPLY) - 2
+    assert not {f.target for f in first} & {f.target for f in more}
+    everything = [(f.kind, f.target) for f in first + more]
+    assert planner.volley(Counter(), armed=everything) == []  # each short cell has one armed

@@ -59,8 +59,10 @@ from .deployment import Action
 from .network import Network
 from .plan import (
     DEPLOYMENT_PREFIX,
+    INSTANT,
     NETWORK_KINDS,
     PAUSE_KINDS,
+    VOLLEY,
     WRITES,
     Fault,
     Planner,
@@ -168,66 +170,93 @@ class Nemesis:
 
     def _run(self) -> None:
         try:
-            while faults := self._next():
+            queued: list[Fault] = []
+            while faults := (queued or self._next()):
+                queued = []
                 if self._stop.wait(faults[0].gap):
                     return
-                if len(faults) > 1:
-                    self._volley(faults)
+                if faults[0].target and faults[0].kind in INSTANT:
+                    queued = self._volley(faults)
                     continue
-                fault = faults[0]
-                start = time.monotonic()
-                self._landed = []
-                detail, undo = self._begin(fault)
-                if self._landed_at is not None:
-                    start, self._landed_at = self._landed_at, None  # when it hit its call
-                until = start + fault.duration
-                while time.monotonic() < until and not self._stop.is_set():
-                    if self._ended is not None and self._ended():
-                        break  # a lost reply has been lost: the fault is over
-                    self._stop.wait(min(0.005, max(until - time.monotonic(), 0.0)))
-                self._ended = None
-                undo()
-                if isinstance(self._faults, Planner) and fault.target:
-                    if self._landed:
-                        self._faults.landed(fault)
-                    else:
-                        self._faults.missed(fault)
-                self._record(Applied(fault, start, time.monotonic(), detail,
-                                     tuple(self._landed)))
+                self._one(faults[0])
         except Exception as exc:  # a nemesis that breaks must not take the run with it
             self.error = f"the nemesis stopped: {type(exc).__name__}: {exc}"
 
-    def _volley(self, faults: Sequence[Fault]) -> None:
-        """Instant aimed faults armed together, each waiting for its own kind of call (up
-        to :data:`AIM_WAIT`); each is logged on its own, as it landed or found nothing."""
-        assert isinstance(self._faults, Planner)
-        armed = time.monotonic()
-        triggers = {f.number: _trigger(f) for f in faults}
-        if self._aimer is None or self._network is None or not self._network.proxies:
-            for fault in faults:
-                self._faults.missed(fault)
-                self._record(Applied(fault, armed, armed, "no aim on the network"))
-            return
-        for trigger in triggers.values():
-            if trigger is not None:
-                self._aimer.arm(trigger)
-        waiting = {n for n, t in triggers.items() if t is not None}
-        until = armed + AIM_WAIT
-        while waiting and not self._stop.is_set() and time.monotonic() < until:
-            waiting = {n for n in waiting if not self._aimer.fired(n)}
-            time.sleep(0.001)
-        for fault in faults:
-            self._aimer.disarm(fault.number)
-            hits = self._aimer.fired(fault.number)
-            if hits:
-                hit = hits[0]
+    def _one(self, fault: Fault) -> None:
+        """Apply one fault for its duration (or until it has done all it will), then undo it."""
+        start = time.monotonic()
+        self._landed = []
+        detail, undo = self._begin(fault)
+        if self._landed_at is not None:
+            start, self._landed_at = self._landed_at, None  # when it hit its call
+        until = start + fault.duration
+        while time.monotonic() < until and not self._stop.is_set():
+            if self._ended is not None and self._ended():
+                break  # a lost reply has been lost: the fault is over
+            self._stop.wait(min(0.005, max(until - time.monotonic(), 0.0)))
+        self._ended = None
+        undo()
+        if isinstance(self._faults, Planner) and fault.target:
+            if self._landed:
                 self._faults.landed(fault)
-                self._record(Applied(fault, hit.t, hit.t, hit.describe(), (Landing.of(hit),)))
             else:
                 self._faults.missed(fault)
-                now = time.monotonic()
-                self._record(Applied(fault, armed, now,
-                                     f"no {_words(fault)} within {AIM_WAIT:g} s"))
+        self._record(Applied(fault, start, time.monotonic(), detail, tuple(self._landed)))
+
+    def _volley(self, faults: Sequence[Fault]) -> list[Fault]:
+        """Instant aimed faults kept armed, each waiting (up to :data:`AIM_WAIT`) for its own
+        kind of call: as one lands or gives up, the planner's next short cell takes its
+        place, up to :data:`VOLLEY` at a time; each is logged on its own. Returns the fault
+        that ended the volley (the planner's next is not an instant aimed one), if any."""
+        assert isinstance(self._faults, Planner)
+        planner = self._faults
+        if self._aimer is None or self._network is None or not self._network.proxies:
+            now = time.monotonic()
+            for fault in faults:
+                planner.missed(fault)
+                self._record(Applied(fault, now, now, "no aim on the network"))
+            return []
+        aimer = self._aimer
+        armed: dict[int, tuple[Fault, float]] = {}
+        leftover: list[Fault] = []
+
+        def arm(batch: Sequence[Fault]) -> None:
+            for fault in batch:
+                trigger = _trigger(fault)
+                if not fault.target or fault.kind not in INSTANT or trigger is None:
+                    leftover.append(fault)
+                    return
+                aimer.arm(trigger)
+                armed[fault.number] = (fault, time.monotonic())
+
+        arm(faults)
+        while armed and not self._stop.is_set():
+            now = time.monotonic()
+            for number, (fault, since) in list(armed.items()):
+                hits = aimer.fired(number)
+                if not hits and now - since < AIM_WAIT:
+                    continue
+                aimer.disarm(number)
+                hits = hits or aimer.fired(number)
+                del armed[number]
+                if hits:
+                    planner.landed(fault)
+                    self._record(Applied(fault, hits[0].t, hits[0].t, hits[0].describe(),
+                                         (Landing.of(hits[0]),)))
+                else:
+                    planner.missed(fault)
+                    self._record(Applied(fault, since, now,
+                                         f"no {_words(fault)} within {AIM_WAIT:g} s"))
+            if not leftover and len(armed) < VOLLEY:
+                with contextlib.suppress(StopIteration):  # the plan ended: let these land
+                    arm(planner.volley(self.tally(), room=VOLLEY - len(armed),
+                                       armed=[(f.kind, f.target) for f, _ in armed.values()]))
+            time.sleep(0.001)
+        for number, (fault, since) in armed.items():  # stopped: never landed
+            aimer.disarm(number)
+            planner.missed(fault)
+            self._record(Applied(fault, since, time.monotonic(), "the faults stopped first"))
+        return leftover
 
     def _record(self, applied: Applied) -> None:
         self.applied.append(applied)

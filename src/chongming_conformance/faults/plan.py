@@ -22,7 +22,7 @@ each applied fault is logged with what it hit (``nemesis.jsonl``).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -344,25 +344,31 @@ class Planner:
         return Fault(self._number, fault.kind, fault.gap, fault.duration, fault.every,
                      fault.pick, fault.amount)
 
-    def volley(self, hits: Mapping[tuple[str, str], int]) -> list[Fault]:
-        """The next faults: up to :data:`VOLLEY` instant ones aimed at as many short cells
-        (a seeded rotation, the patient ones last), when the next short cell's fault is
-        instant; else the one :meth:`next` gives."""
+    def volley(self, hits: Mapping[tuple[str, str], int], *,
+               armed: Collection[tuple[str, str]] = (), room: int = VOLLEY) -> list[Fault]:
+        """The next faults: up to ``room`` instant ones aimed at as many short cells (a
+        seeded rotation, the patient ones last) -- none at a cell one of the ``armed``
+        faults (their kind and target) already waits for -- when the next short cell's
+        fault is instant; else the one :meth:`next` gives (``[]`` when every short cell
+        has a fault armed already)."""
         eager = self._turn_of(hits)
         if not eager:
-            return [self.next(hits)]
+            return [self.next(hits)] if not armed else []
         start = self._turn % len(eager)
         rotated = eager[start:] + eager[:start]
         out: list[Fault] = []
+        busy = set(armed)
         for i in rotated:
             cell = self.cells[i]
+            if {(k, "|".join(cell.methods or (*WRITES, *READS))) for k in cell.kinds} & busy:
+                continue
             if not set(cell.kinds) & INSTANT:
-                if not out:
+                if not out and not armed:
                     return [self.next(hits)]
                 continue
             self._number += 1
             out.append(self._aimed(cell, instant=True, landed=cell.landed(hits)))
-            if len(out) == VOLLEY:
+            if len(out) >= room:
                 break
         self._turn += len(out)
         return out
