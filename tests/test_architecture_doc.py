@@ -25,7 +25,7 @@ def _named_paths() -> list[str]:
 
 def _exists(name: str) -> bool:
     groups = ("report", "plugin", "attest", "checking", "checking/contract", "oracle", "seam",
-              "strategies", "protocol", "commands")
+              "strategies", "protocol", "commands", "stress/scenarios")
     bases = (PACKAGE, ROOT, ROOT / "tests", *(PACKAGE / group for group in groups))
     return any((base / name).exists() for base in bases)
 
