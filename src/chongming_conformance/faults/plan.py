@@ -319,14 +319,19 @@ class Planner:
         return [c for c in self.cells if c.landed(hits) < c.minimum]
 
     def _turn_of(self, hits: Mapping[tuple[str, str], int]) -> list[int]:
-        """The short cells whose turn it is, in the seeded order: the eager ones of the
-        lowest stage among the eager; when none is eager, every short one."""
+        """The short cells whose turn it is, in the seeded order: those of the current stage
+        and below -- the lowest stage with an eager short cell (one that has not missed
+        :data:`_PATIENCE` times in a row), else the lowest with any -- the eager ones
+        first; a cell that keeps missing is still aimed at when there is room, so a rare
+        kind of call is met as the run goes on, never left for its end."""
         short = [i for i in self._order if self.cells[i].landed(hits) < self.cells[i].minimum]
+        if not short:
+            return []
         eager = [i for i in short if self._misses[i] < _PATIENCE]
-        if not eager:
-            return short
-        stage = min(self.cells[i].stage for i in eager)
-        return [i for i in eager if self.cells[i].stage == stage]
+        stage = min(self.cells[i].stage for i in (eager or short))
+        now = [i for i in short if self.cells[i].stage <= stage]
+        return ([i for i in now if self._misses[i] < _PATIENCE]
+                + [i for i in now if self._misses[i] >= _PATIENCE])
 
     def next(self, hits: Mapping[tuple[str, str], int]) -> Fault:
         """The next fault: aimed at a short cell (a seeded rotation, the patient ones
