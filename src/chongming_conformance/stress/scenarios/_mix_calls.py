@@ -277,7 +277,7 @@ def one_call(ctx: WorkerContext, st: State, now: float, *, crashing: bool) -> No
         revive(ctx, st)
     elif pick < 0.97:
         create_doomed(ctx, st)
-    elif pick < 0.985 and st.stack is not None:
+    elif pick < 0.98 and st.stack is not None:
         reopen(ctx, st)
     elif not crashing:
         _prune(ctx, st)
