@@ -46,8 +46,10 @@ BOARD_NAME = "board.bin"
 #: Method codes: the protocol's methods, then "another call" (a scenario's own step, such
 #: as reopening a store instance, logged like a call but not one of the 14).
 METHODS: tuple[str, ...] = (*PROTOCOL_METHODS, "other")
-#: Finished calls each slot remembers (a connection's previous call is one of them).
-RING = 16
+#: Finished calls each slot remembers: enough that a pooled connection's previous call is
+#: still among them when the connection is next used (the aim learns each kind of call's
+#: requests from how its calls ended: a ring of 16 forgot most of a rare kind's).
+RING = 240
 
 #: Outcome codes of a finished call.
 OK, RAISED, CONFLICT = 1, 2, 3
@@ -56,7 +58,7 @@ _OUTCOMES = {OK: "returned", RAISED: "raised", CONFLICT: "conflict"}
 # version, pid, seq, method, in_call, t_invoke, ring head; then RING x (seq, outcome).
 _HEAD = struct.Struct("<qqqqqdq")
 _ENTRY = struct.Struct("<qq")
-SLOT_BYTES = 512
+SLOT_BYTES = 4096
 assert _HEAD.size + RING * _ENTRY.size <= SLOT_BYTES
 
 
@@ -99,11 +101,26 @@ class Slot:
     method: str | None
     in_call: bool
     t_invoke: float
-    finished: tuple[Finished, ...]
+    #: The ring of finished calls as read (bytes) and its head: decoded only when asked,
+    #: since the proxy reads a slot on every chunk and asks for an outcome seldom.
+    ring: bytes = b""
+    head: int = 0
+
+    @property
+    def finished(self) -> tuple[Finished, ...]:
+        """The calls it finished last, newest first."""
+        entries = [_ENTRY.unpack_from(self.ring, k * _ENTRY.size) for k in range(RING)]
+        return tuple(Finished(s, _OUTCOMES.get(o, "raised"))
+                     for s, o in (entries[(self.head - 1 - k) % RING] for k in range(RING))
+                     if s > 0)
 
     def outcome(self, seq: int) -> str | None:
         """How call ``seq`` ended, if the slot still remembers it."""
-        return next((f.outcome for f in self.finished if f.seq == seq), None)
+        for k in range(RING):
+            s, o = _ENTRY.unpack_from(self.ring, ((self.head - 1 - k) % RING) * _ENTRY.size)
+            if s == seq:
+                return _OUTCOMES.get(o, "raised")
+        return None
 
 
 def _create(path: Path, slots: int) -> None:
@@ -130,8 +147,7 @@ class Board:
             try:
                 version, pid, seq, code, in_call, t_invoke, head = _HEAD.unpack_from(
                     self._map, base)
-                entries = [_ENTRY.unpack_from(self._map, base + _HEAD.size + k * _ENTRY.size)
-                           for k in range(RING)]
+                ring = self._map[base + _HEAD.size: base + _HEAD.size + RING * _ENTRY.size]
                 again = _HEAD.unpack_from(self._map, base)[0]
             except ValueError:  # closed meanwhile
                 return None
@@ -141,10 +157,7 @@ class Board:
             return None  # a writer kept it busy (or died mid-write): nothing reliable
         if version == 0:
             return None
-        finished = tuple(
-            Finished(s, _OUTCOMES.get(o, "raised"))
-            for s, o in (entries[(head - 1 - k) % RING] for k in range(RING)) if s > 0)
-        return Slot(pid, seq, _kind(code), bool(in_call), t_invoke, finished)
+        return Slot(pid, seq, _kind(code), bool(in_call), t_invoke, ring, head)
 
     def pids(self) -> dict[int, int]:
         """Worker index -> pid, for every worker that has written its slot."""
