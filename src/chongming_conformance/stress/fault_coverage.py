@@ -25,10 +25,9 @@ The minimums and why:
   insert of an id that exists (a store that "resolves" a lost reply by reading the id
   back answers "inserted" for a duplicate), a complete or release of a held command (one
   that swallows the error says "done" for a command still held);
-* **a lost reply after a claim of every claimable command**, three times
-  (XP-FAULT-SAFETY): the check phase's claim, which leases whatever is claimable -- its
-  lost reply leaves commands leased to nobody, which a store that answers ``[]`` on an
-  error hides.
+* **a lost reply after a claim of every claimable command**, twice (XP-FAULT-SAFETY):
+  the check phase's claim, which leases whatever is claimable -- its lost reply leaves
+  commands leased to nobody, which a store that answers ``[]`` on an error hides.
 * **a pause inside a write** (XP-FAULT-SAFETY): a holder stopped between its requests,
   row locks held, while the others go on (once under network faults; three times when
   pauses are the only faults a store can get).
@@ -81,9 +80,8 @@ _EFFECT_ASSUMED = ("a request that never reached the server, of a call whose eff
                    "most often assumes: it must not answer as if it had happened; three "
                    "landings, as the reads that decide it may meet faults of their own")
 _CLAIM_ALL = ("a claim that leased every claimable command, its reply lost: the commands are "
-              "leased to nobody, which a claim that answers [] on an error hides; three "
-              "landings, as the next rounds' claims that decide it may meet faults of their "
-              "own")
+              "leased to nobody, which a claim that answers [] on an error hides; twice, as "
+              "the check phase's claim comes once a round")
 _PAUSE = "a holder stopped between its requests, its row locks held, while the others go on"
 _BLACKHOLE = "a request that vanishes: only a client-side timeout ends the call"
 _BROKEN = "a connection broken under a call: the pool must find out and replace it"
@@ -107,7 +105,7 @@ REQUIRED: dict[str, dict[str, tuple[Cell, ...]]] = {
             *(Cell(("lost-request",), (m,), 2, _LOST_REQUEST, _stage(m))
               for m in (*WRITES, *READS)),
             *(Cell(("lost-request",), (k,), 3, _EFFECT_ASSUMED) for k in EFFECT_ASSUMED),
-            Cell(("lost-reply",), ("claim_commands:all",), 3, _CLAIM_ALL, stage=2),
+            Cell(("lost-reply",), ("claim_commands:all",), 2, _CLAIM_ALL, stage=2),
             Cell(("pause",), WRITES, 1, _PAUSE),
         ),
         NO_HANG: (Cell(("blackhole",), READS, 1, _BLACKHOLE),),
