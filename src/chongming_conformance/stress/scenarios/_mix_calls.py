@@ -253,22 +253,22 @@ def one_call(ctx: WorkerContext, st: State, now: float, *, crashing: bool) -> No
             renew(ctx, st, rng.choice(mine))
         else:  # the side path: progress, heartbeat, or both; never the lease
             _side_touch(ctx, st, now, tid)
-    elif pick < 0.41:
+    elif pick < 0.39:
         since = rng.choice((0, 0, 2, 5))
         ctx.call("history", {"task": tid, "since": since},
                  partial(s.history, tid, since_version=since), summarize=transitions_summary)
-    elif pick < 0.50:
+    elif pick < 0.48:
         ctx.call("query", {}, partial(s.query, random_query(rng, st.me)),
                  summarize=lambda ts: len(ts))
-    elif pick < 0.53:
+    elif pick < 0.51:
         ctx.call("counts", {}, s.counts, summarize=lambda c: sum(c.values()))
-    elif pick < 0.63:
+    elif pick < 0.61:
         _submit(ctx, st, now, tid)
-    elif pick < 0.75 and not crashing:
+    elif pick < 0.73 and not crashing:
         _claim(ctx, st, now, rng.randint(1, 3))
-    elif pick < 0.86 and (held or st.finished):
+    elif pick < 0.84 and (held or st.finished):
         _finish(ctx, st, now, complete=None)
-    elif pick < 0.88:  # a plain read (a cache that outlives other processes' writes)
+    elif pick < 0.85:  # a plain read (a cache that outlives other processes' writes)
         target = tid if rng.random() < 0.8 or not st.doomed else rng.choice(st.doomed)
         ctx.call("get", {"task": target}, partial(s.get, target), summarize=snapshot_summary)
     elif pick < 0.90:  # an insert retried: the id exists
@@ -314,7 +314,8 @@ def insert_again(ctx: WorkerContext, st: State, now: float, tid: str) -> None:
     """An insert of an id that exists -- a key task (every one exists once round 0's creates
     returned), or a command this worker submitted -- as a caller that retries one does: the
     store must refuse it (StoreError), never answer as if it had inserted. The call is
-    qualified ``dup`` on the call board, so a fault can be aimed at it."""
+    qualified ``dup`` on the call board, so a fault can be aimed at it; 5 % of the random
+    calls, so that a fault run lands its lost requests on both kinds within seconds."""
     started = (ctx.round or 0) > 0  # every key task exists
     if st.submitted and (not started or st.rng.random() < 0.5):
         cid = st.rng.choice(st.submitted)
