@@ -2,6 +2,10 @@
 wrong in one realistic way once the network breaks -- the twins of the Postgres teeth in
 ``fault_stores.py``.
 
+The mistakes about errors that any engine could make are written once, in
+``fault_mistakes.py``, and put in front of the MariaDB reference store here; the ones that
+live in the engine's plumbing are this module's own.
+
 Each is the reference ``MariaDBTaskStore`` with one mistake, and each has a
 ``make_<name>(network=None)`` factory shaped like the reference ``make_shared_store``: a
 fresh database installed and dropped on the direct DSN, the workers' opener routed through
@@ -34,20 +38,19 @@ Which fault clause each must fail, and only that one (tests/stress/test_fault_te
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Generator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Generator
 from typing import Any
 
+import fault_mistakes as mistakes
 import pymysql
 
-from chongming_conformance import Command, Progress, StoreError, TaskSnapshot, Transition
+from chongming_conformance import Command, StoreError, TaskSnapshot
 from reference_stores.mariadb import (
     NETWORK_CALL_TIMEOUT,
     MariaDBTaskStore,
@@ -112,44 +115,15 @@ def _pool_like(pool: _Pool, cls: type[_Pool], *, max_size: int | None = None) ->
                pool._timeout, pool._io_timeout)
 
 
-class RetryingSave(MariaDBTaskStore):
-    """"Save retried after a connection error": a lost connection looks transient, so
-    ``save`` tries once more.
+class RetryingSave(mistakes.RetryingSave, MariaDBTaskStore):
+    """``fault_mistakes.RetryingSave`` on the MariaDB reference store: a lost connection is
+    a PyMySQL client error, code >= 2000, or an InterfaceError."""
 
-    When the first attempt committed and only its reply was lost (a lost reply, a reset
-    or a cut reply after the COMMIT), the retry finds the version already moved and
-    raises ``ConcurrencyConflict`` -- "no effect" -- for a save that took effect.
-    XP-FAULT-SAFETY. A correct store raises StoreError there (unknown outcome) and leaves
-    the retry to a caller that can re-read.
-    """
+    def _lost_connection(self, exc: StoreError) -> bool:
+        return _lost_connection(exc)
 
-    def save(self, snapshot: TaskSnapshot, *, expect_version: int) -> None:
-        try:
-            super().save(snapshot, expect_version=expect_version)
-        except StoreError as exc:
-            if not _lost_connection(exc):
-                raise
-            super().save(snapshot, expect_version=expect_version)
-
-
-class SwallowingWrites(MariaDBTaskStore):
-    """"Best effort" bookkeeping writes: ``complete_command`` and ``append`` log and swallow
-    a StoreError and return as if they had succeeded ("the worker must not crash over a
-    history row").
-
-    A request the fault swallowed (a lost request, a blackhole, the server down, a reset
-    before the statement reached the server) then says "done" for a command that stays
-    claimable and a transition that is not there. XP-FAULT-SAFETY.
-    """
-
-    def complete_command(self, command_id: str, *, now: Any, outcome: str | None = None) -> None:
-        with contextlib.suppress(StoreError):  # "best effort": the mistake modelled here
-            super().complete_command(command_id, now=now, outcome=outcome)
-
-    def append(self, transition: Transition) -> None:
-        with contextlib.suppress(StoreError):  # "best effort": the mistake modelled here
-            super().append(transition)
-
+class SwallowingWrites(mistakes.SwallowingWrites, MariaDBTaskStore):
+    """``fault_mistakes.SwallowingWrites`` on the MariaDB reference store."""
 
 class _OnePool(_Pool):
     """One connection, made at construction, lent to every call and never replaced."""
@@ -221,77 +195,14 @@ class NoClientTimeout(MariaDBTaskStore):
                    call_timeout=None)
 
 
-class EmptyClaimOnError(MariaDBTaskStore):
-    """"No commands this poll; the next poll retries": a claim that fails returns ``[]``, so
-    the consumer's polling loop never sees an exception.
+class EmptyClaimOnError(mistakes.EmptyClaimOnError, MariaDBTaskStore):
+    """``fault_mistakes.EmptyClaimOnError`` on the MariaDB reference store."""
 
-    A claim whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut
-    reply after the commit) has leased its commands -- to nobody: the caller was told
-    there were none, and every other consumer skips them until the lease runs out. A
-    claim whose request was lost says "nothing claimable" while commands wait. Either
-    way a returned ``[]`` is an answer, not an unknown effect. XP-FAULT-SAFETY: the next
-    claim that no other command call overlaps (the check phase's) misses commands the
-    model says are claimable. A correct store raises StoreError (unknown outcome).
-    """
+class SwallowingRelease(mistakes.SwallowingRelease, MariaDBTaskStore):
+    """``fault_mistakes.SwallowingRelease`` on the MariaDB reference store."""
 
-    def claim_commands(
-        self, *, now: datetime, lease_seconds: float, limit: int = 50
-    ) -> Sequence[Command]:
-        try:
-            return super().claim_commands(now=now, lease_seconds=lease_seconds, limit=limit)
-        except StoreError as exc:
-            if self._closed:
-                raise
-            _log.warning("claim failed, no commands this poll: %s", exc)
-            return []  # the mistake modelled here
-
-
-class SwallowingRelease(MariaDBTaskStore):
-    """"Release is an optimisation, the lease runs out anyway": ``release_command`` logs and
-    swallows a StoreError and returns.
-
-    When the request never reached the server (a lost request, a reset before it, the
-    server down) the command stays leased although release returned: the model says it
-    is claimable at once, and a claim no other command call overlaps (the check phase's,
-    inside the lease) leaves it out. XP-FAULT-SAFETY. A correct store raises StoreError.
-    """
-
-    def release_command(self, command_id: str, *, now: datetime) -> None:
-        try:
-            super().release_command(command_id, now=now)
-        except StoreError as exc:
-            if self._closed:
-                raise
-            _log.warning("release of %s failed, the lease will run out: %s", command_id, exc)
-
-
-class SwallowingTouch(MariaDBTaskStore):
-    """"A heartbeat is best effort": ``touch`` logs and swallows a StoreError and returns
-    ("the next heartbeat writes it anyway; a supervisor must not crash over one").
-
-    A touch whose request was lost wrote nothing, yet returned: the lease owner, lease end
-    and progress it reported written are not there, and the next read of the task --
-    before another touch overwrites them -- shows the old ones. XP-FAULT-SAFETY. A correct
-    store raises StoreError.
-    """
-
-    def touch(
-        self,
-        task_id: str,
-        *,
-        progress: Progress | None = None,
-        heartbeat_at: datetime | None = None,
-        lease_owner: str | None = None,
-        lease_until: datetime | None = None,
-    ) -> None:
-        try:
-            super().touch(task_id, progress=progress, heartbeat_at=heartbeat_at,
-                          lease_owner=lease_owner, lease_until=lease_until)
-        except StoreError as exc:
-            if self._closed:
-                raise
-            _log.warning("heartbeat of %s lost, the next one writes it: %s", task_id, exc)
-
+class SwallowingTouch(mistakes.SwallowingTouch, MariaDBTaskStore):
+    """``fault_mistakes.SwallowingTouch`` on the MariaDB reference store."""
 
 class ReadBackInsert(MariaDBTaskStore):
     """"The reply was lost, but the row is there, so it committed": when ``create`` or
@@ -374,26 +285,8 @@ class SplitCreate(MariaDBTaskStore):
                        transaction=True)
 
 
-class PruneZeroOnError(MariaDBTaskStore):
-    """"Prune is housekeeping": when it fails, the store logs it and reports that nothing
-    was pruned ("the next run catches up; the cron job must not fail over it").
-
-    A prune whose COMMIT ran and whose reply was lost (a lost reply, a reset or a cut reply
-    after the commit of one of its batches) deleted terminal tasks -- with their tags,
-    history and commands -- and says it deleted none: ``0`` is an answer, not an unknown
-    effect, so the model keeps tasks that every later query, ``get`` and ``counts()``
-    shows gone. XP-FAULT-SAFETY. A correct store raises StoreError (unknown outcome).
-    """
-
-    def prune(self, *, keep_terminal: int) -> int:
-        try:
-            return super().prune(keep_terminal=keep_terminal)
-        except StoreError as exc:
-            if self._closed:
-                raise
-            _log.warning("prune failed, nothing pruned this time: %s", exc)
-            return 0  # the mistake modelled here
-
+class PruneZeroOnError(mistakes.PruneZeroOnError, MariaDBTaskStore):
+    """``fault_mistakes.PruneZeroOnError`` on the MariaDB reference store."""
 
 class _KillQueryPool(_Pool):
     """The reference pool, except that a call's wait for the server is bounded by a
