@@ -91,7 +91,7 @@ def test_a_store_factory_can_note_a_long_step_on_the_terminal(pytester: pytest.P
     schema install this way) is shown while the test runs, capture notwithstanding."""
     pytester.makepyfile(
         slowstore="""
-        from chongming_conformance import progress
+        from chongming_conformance.seam import progress
         from reference_stores.memory import InMemoryTaskStore
 
         def make_store():

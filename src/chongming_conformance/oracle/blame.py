@@ -31,10 +31,12 @@ from .confirm import (
     UNCONFIRMED,
     Probe,
     command_times_change,
+    confirmed,
     decide,
     snapshot_fields_change,
     snapshot_times_change,
     transition_times_change,
+    write_refused,
 )
 from .messages import refusal
 
@@ -107,17 +109,23 @@ def blamed_write(clause_ids: Iterable[str], call: Callable[[], T], *records: obj
     fidelity (TIME-UTC-ROUNDTRIP, LENGTH-IDS-CAPACITY; LENGTH-TEXT for the text the controller
     writes, LENGTH-TEXT-CAPACITY for any other) -- not on ``clause_ids``, the write's own,
     which an ordinary input would have met. Anything else is blamed on
-    ``clause_ids``."""
+    ``clause_ids``.
+
+    The value is only a suspect: the same records are written to a fresh store first
+    (``confirm.write_refused``). Refused there too, the values are blamed; taken there,
+    the refusal was the write's own (an id the store mangled into one it already had) and
+    ``clause_ids`` are; a probe that could not run blames nothing (UNCONFIRMED)."""
     try:
         return call()
     except StoreError as exc:
         found = refusal(exc, _described(records), *records)
-        if found is None:
+        verdict = None if found is None else confirmed(write_refused(*records))
+        if found is None or verdict is False:
             blame(exc, clause_ids)
             raise
         owners, text = found
         failure = AssertionError(text)
-        blame(failure, owners)
+        blame(failure, owners if verdict else (UNCONFIRMED,))
         raise failure from exc
     except Exception as exc:
         blame(exc, clause_ids)

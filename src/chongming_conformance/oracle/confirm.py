@@ -44,6 +44,7 @@ from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta, timezone
 
 from ..protocol import TaskStore
+from ..protocol.errors import StoreError
 from ..protocol.model import Command, CommandKind, TaskQuery, TaskSnapshot, TaskStatus, Transition
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "ties_dropped",
     "touch_moves_version",
     "transition_times_change",
+    "write_refused",
 ]
 
 #: What a culprit is when its re-check could not run: the failure is then blamed on no
@@ -204,6 +206,37 @@ def command_times_change(command: Command) -> Probe:
         return len(got) == 1 and got[0].created_at != sent.created_at
 
     return probe
+
+
+def write_refused(*records: object) -> Probe:
+    """Each of ``records`` written as it is, on a fresh store: is one refused
+    (``StoreError``)? A refusal blamed on an unusual value (a datetime past 2038, a long
+    id) must show on its own: a store that refused a create because an id it mangled
+    already named another task (``'t1'`` stored as ``'t1 '``) takes the same snapshot on an
+    empty store, and the refusal is then the write's own failure."""
+
+    def probe(store: TaskStore) -> bool:
+        try:
+            for record in records:
+                if isinstance(record, TaskSnapshot):
+                    store.create(record)
+                elif isinstance(record, Transition):
+                    # Its task first, at an ordinary instant: only the transition's own
+                    # values are under suspicion.
+                    store.create(TaskSnapshot(record.task_id, "probe", TaskStatus.PENDING, 0,
+                                              _ORDINARY, _ORDINARY))
+                    store.append(record)
+                elif isinstance(record, Command):
+                    store.submit_command(replace(record, lease_until=None, finished_at=None))
+        except StoreError:
+            return True
+        return False
+
+    return probe
+
+
+#: A modest instant for the records a probe writes around the one under suspicion.
+_ORDINARY = datetime(2020, 1, 1, tzinfo=UTC)
 
 
 def _wall(value: datetime) -> datetime:
