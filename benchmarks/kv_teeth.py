@@ -12,10 +12,18 @@ the gate's seed, three passed the mixed workload outright. This prints, for the 
 * **fresh seeds**: the mixed workload (quick, ``crash_cycles=4``) at seeds 1..N -- how many
   runs caught it, the blamed clauses and the anomaly kinds (with how many runs showed each).
 
+With ``--aimed`` it measures instead the power of one gate run (issue 41): the mixed
+workload as ``pytest --chongming-store=... --chongming-faults=network`` runs it -- the
+default (ci) profile, the store routed through the kit's proxies, so every check phase
+freezes a write between two of its requests and the crashes are aimed there -- at seeds
+0..N-1, one run each (``tests/stress/test_kv_teeth.py``'s ``_run(..., aimed=True)``):
+caught per single run, the clauses blamed, the mean wall.
+
 Needs Redis (``CHONGMING_TEST_REDIS``, default ``redis://127.0.0.1:6379/0``). Runs one
 scenario at a time (it is meant for a shared, noisy machine).
 
     .venv/bin/python benchmarks/kv_teeth.py [--seeds 20] [--variant NAME ...] [--no-gate]
+    .venv/bin/python benchmarks/kv_teeth.py --aimed --seeds 10 --variant IndexAfterRecord
 """
 
 from __future__ import annotations
@@ -69,6 +77,30 @@ def gate(cls: type[kv_stores.KvTaskStore]) -> str:
     return "; ".join(f"{r.scenario}: {describe(r)}" for r in failed)
 
 
+def aimed_power(names: list[str], seeds: int) -> None:
+    """One aimed gate run per seed 0..seeds-1 of each store: caught, blamed, wall."""
+    import test_kv_teeth
+
+    print(f"| store | caught / runs (seeds 0-{seeds - 1}) | blamed (runs) | errors "
+          "| wall mean (max) |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        caught, errors, walls = 0, 0, []
+        blamed: collections.Counter[str] = collections.Counter()
+        for seed in range(seeds):
+            started = time.monotonic()
+            result = test_kv_teeth._run(name, seed, aimed=True)
+            walls.append(time.monotonic() - started)
+            errors += bool(result.errors)
+            if result.failed and not result.errors:
+                caught += 1
+                blamed.update(result.blamed())
+            print(f"  {name} seed {seed}: {describe(result)} [{walls[-1]:.1f} s]", flush=True)
+        print(f"| `{name}` | {caught}/{seeds} | "
+              f"{', '.join(f'{k} ({n})' for k, n in sorted(blamed.items())) or '-'} | "
+              f"{errors} | {sum(walls) / len(walls):.1f} s ({max(walls):.1f} s) |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=20, help="fresh seeds 1..N (default 20)")
@@ -76,8 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="only these stores (repeatable); default: all")
     parser.add_argument("--no-gate", action="store_true",
                         help="skip the run_all(quick) pass at seed 0")
+    parser.add_argument("--aimed", action="store_true",
+                        help="the gate's aimed mixed-workload run, seeds 0..N-1 (issue 41)")
     args = parser.parse_args(argv)
     names = args.variant or list(STORES)
+    if args.aimed:
+        aimed_power(names, args.seeds)
+        return 0
     rows = []
     for name in names:
         cls = STORES[name]
