@@ -17,7 +17,8 @@ from dataclasses import replace
 
 from ..protocol.model import TaskQuery, TaskSnapshot, TaskStatus
 
-__all__ = ["SAVED_FIELDS", "case_of", "look_alikes", "one_field_changed", "reads_after"]
+__all__ = ["SAVED_FIELDS", "case_of", "look_alikes", "one_field_changed", "order_of",
+           "reads_after"]
 
 #: The fields a save writes and a caller may change alone. Not ``task_id`` (the key), not
 #: ``status_version`` (every save raises it), not the lease (a save keeps the stored lease:
@@ -45,11 +46,19 @@ def one_field_changed(
     return replace(current, status_version=version, **{field: value})
 
 
-def reads_after(old: TaskSnapshot, new: TaskSnapshot) -> list[TaskQuery]:
+def reads_after(old: TaskSnapshot, new: TaskSnapshot, newest_first: bool | None = None
+                ) -> list[TaskQuery]:
     """Every query whose answer the save from ``old`` to ``new`` can change: each filter
     built from either value (status, name, its first character as a prefix, each tag, the
-    bucket, the run id), unfiltered, each oldest and newest first (``created_at`` orders
-    every one of them; a limit is QUERY-LIMIT's own question, asked elsewhere)."""
+    bucket, the run id), unfiltered, oldest first or newest first as ``newest_first`` says,
+    or each both ways when it is None (``created_at`` orders every one of them; a limit is
+    QUERY-LIMIT's own question, asked elsewhere).
+
+    The checks ask one order per save and alternate it from save to save (``order_of``):
+    a stale copy of ``created_at`` (tag rows that carry it, rewritten only when the tags
+    change) misorders a filter's answer either way, and a store that keeps a second index
+    for the other order still meets that order on the next turn of the same field. Both
+    orders on every save cost the single-field checks half their time (issue 43)."""
     filters: list[dict[str, object]] = [{}]
     for snap in (old, new):
         filters += [{"statuses": frozenset({snap.status})}, {"name": snap.name},
@@ -60,8 +69,17 @@ def reads_after(old: TaskSnapshot, new: TaskSnapshot) -> list[TaskQuery]:
         if snap.pipeline_run_id is not None:
             filters.append({"pipeline_run_id": snap.pipeline_run_id})
     unique = list({repr(sorted(f.items(), key=lambda kv: kv[0])): f for f in filters}.values())
+    orders = (False, True) if newest_first is None else (newest_first,)
     return [TaskQuery(**f, newest_first=newest)  # type: ignore[arg-type]
-            for f in unique for newest in (False, True)]
+            for f in unique for newest in orders]
+
+
+def order_of(turn: int) -> bool:
+    """The order (``newest_first``) of the reads after a check's ``turn``-th single-field
+    save: alternate saves read in alternate orders. The checks start their field rotation
+    at a drawn field (the state machine) or their turns at a drawn parity (the property),
+    so every field meets both orders over a run."""
+    return turn % 2 == 1
 
 
 def look_alikes(tasks: list[TaskSnapshot]) -> list[TaskSnapshot]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -61,6 +62,7 @@ from ...strategies.single_field import (
     case_of,
     look_alikes,
     one_field_changed,
+    order_of,
     reads_after,
 )
 from ..cases import claim_cases, counting, mark, prune_cases, query_cases
@@ -469,8 +471,12 @@ class StoreProperties(StoreSeam):
             with self.opened_store() as store:
                 for task in tasks:
                     _create_given(store, task)
-                # Each field in turn, on the same task: one save changes it alone.
-                for field, donor in zip(SAVED_FIELDS, donors, strict=True):
+                # Each field in turn, on the same task: one save changes it alone; the
+                # reads after it in one order, alternating (single_field.order_of) from a
+                # parity the example's first id gives.
+                flip = zlib.crc32(tasks[0].task_id.encode("utf-8", "surrogatepass")) & 1
+                for turn, (field, donor) in enumerate(zip(SAVED_FIELDS, donors, strict=True),
+                                                      start=flip):
                     new = one_field_changed(current, field, donor, held + 1)
                     if new is None:
                         continue  # the donor holds the same value: no change to make
@@ -480,7 +486,7 @@ class StoreProperties(StoreSeam):
                     same_snapshot(new, read_task(store, new.task_id, exists=True),
                                   f"get() after a save changing only {field}",
                                   lease_clause="SAVE-KEEPS-LEASE", clause="SAVE-CAS")
-                    for q in reads_after(current, new):
+                    for q in reads_after(current, new, newest_first=order_of(turn)):
                         check_query(store.query(q), model.values(), q)
                     want, got = expected_counts(model.values()), dict(store.counts())
                     only_zeros = all(want[k] == 0 for k in set(want) - set(got)) and all(

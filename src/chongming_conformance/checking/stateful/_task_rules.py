@@ -25,7 +25,13 @@ from ...oracle.assertions import expect_raises as _raises
 from ...oracle.blame import blame, blamed, same_snapshot, touch_culprit
 from ...protocol.errors import ConcurrencyConflict, StoreError
 from ...protocol.model import Progress, TaskQuery, TaskSnapshot, TaskStatus, Transition
-from ...strategies.single_field import SAVED_FIELDS, case_of, one_field_changed, reads_after
+from ...strategies.single_field import (
+    SAVED_FIELDS,
+    case_of,
+    one_field_changed,
+    order_of,
+    reads_after,
+)
 from ..cases import mark, query_cases
 from ..observe import read_task
 from ._inputs import _GAPS, _IDS, _MAX_VERSION, _SNAPSHOT_FIELDS, _STEPS_US
@@ -157,7 +163,8 @@ class TaskRules(MachineState):
         which draws the run made."""
         start = zlib.crc32(donor.task_id.encode("utf-8", "surrogatepass"))
         for _ in range(len(SAVED_FIELDS)):
-            field = SAVED_FIELDS[(start + self.one_field_turn) % len(SAVED_FIELDS)]
+            turn = self.one_field_turn
+            field = SAVED_FIELDS[(start + turn) % len(SAVED_FIELDS)]
             self.one_field_turn += 1
             held = self.model.version_of(task_id)
             if held is None or held >= _MAX_VERSION:
@@ -173,7 +180,7 @@ class TaskRules(MachineState):
                           read_task(self.store, task_id, exists=True),
                           f"get() after a save changing only {field}",
                           lease_clause="SAVE-KEEPS-LEASE", clause="SAVE-CAS")
-            for q in reads_after(current, new):
+            for q in reads_after(current, new, newest_first=order_of(turn)):
                 check_query(self.store.query(q), self.model.tasks.values(), q)
 
     @precondition(lambda self: not self.closed)
