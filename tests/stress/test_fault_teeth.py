@@ -50,9 +50,6 @@ class Tooth:
     seeds: tuple[int, ...]
     #: The server it needs: the fixture that gates it (``postgres_dsn``, ``mariadb_dsn``).
     engine: str = "postgres"
-    #: CI's run of the tooth: the short one (quick), or the gate's own where the short run
-    #: misses it (docs/benchmarks.md, "Power per gate run").
-    ci: StressProfile = SHORT
 
 
 #: A catch is a probability (a seed fixes the fault plan and the workers' choices, not the
@@ -82,13 +79,9 @@ TEETH = [
           ("SwallowingTouch", _MY.make_swallowing_touch, SAFETY),
           ("ReadBackInsert", _MY.make_read_back_insert, SAFETY),
           ("PruneZeroOnError", _MY.make_prune_zero_on_error, SAFETY),
+          ("SplitCreate", _MY.make_split_create, SAFETY),
           ("CancelOnTimeout", _MY.make_cancel_on_timeout, NO_HANG),
       )),
-    # A create's second transaction lost shows only when a later query by one of the
-    # task's tags misses it: the quick run's ten rounds met that in 0 of 2 seeds, the
-    # gate's thirty in every seed measured.
-    Tooth("mariadb-SplitCreate", _MY.make_split_create, SAFETY, seeds=SEEDS, engine="mariadb",
-          ci=GATE),
 ]
 
 
@@ -138,7 +131,7 @@ def _caught(tooth: Tooth, base: StressProfile) -> None:
 @pytest.mark.usefixtures("_server")
 @pytest.mark.parametrize("tooth", _params(TEETH))
 def test_fault_run_fails_the_tooth_on_its_clause_only(tooth: Tooth) -> None:
-    _caught(tooth, tooth.ci)
+    _caught(tooth, SHORT)
 
 
 @pytest.mark.full_evidence
