@@ -346,6 +346,30 @@ def test_a_write_a_read_has_shown_is_certain_from_that_read_on() -> None:
     assert check(before.calls()).ok
 
 
+def test_a_write_still_in_flight_that_a_read_has_shown_is_certain_from_that_read_on() -> None:
+    """The same for a save that returns later (frozen between two of its requests while
+    the check phase reads): a get shows its new status, so a counts() invoked after that
+    get must count the task there, though the save has not returned yet. The twin: a
+    counts() invoked before the get returned may still count either status."""
+    new = saved(1, "w1-s1")  # PENDING -> RUNNING
+    counted = {TaskStatus.PENDING: 4, TaskStatus.RUNNING: 1}  # the task under both
+    r = Recorder()
+    r.setup()
+    r.save(1, new, 0, (1.0, 5.0))  # returns ok, long after the reads
+    r.get(2, "mix-t0", new, (2.0, 2.1))
+    r.call(3, "counts", {}, "counts", {}, (3.0, 3.1), result=counted, summary=5)
+    result = check(r.calls())
+    assert [v.kind for v in result.violations] == ["counts-range"], result.report()
+
+    twin = Recorder()
+    twin.setup()
+    twin.save(1, new, 0, (1.0, 5.0))
+    twin.call(3, "counts", {}, "counts", {}, (2.0, 2.05),
+              result={TaskStatus.PENDING: 4}, summary=4)  # still pending: allowed
+    twin.get(2, "mix-t0", new, (2.0, 2.1))
+    assert check(twin.calls()).ok, check(twin.calls()).report()
+
+
 def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:
     r = Recorder()
     r.setup()

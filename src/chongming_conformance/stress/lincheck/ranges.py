@@ -114,8 +114,9 @@ class Candidates:
         self._by_value: dict[str, list[tuple[Value, list[float], list[tuple[float, int,
                                                                             float]]]]] = {}
         for t, ws in writes.items():
-            certain = sorted((w if w.call.outcome is Outcome.OK else
-                              _Write(w.call, w.value, w.t_invoke, seen[id(w.call)])
+            # (A write of unknown outcome ends never: ``Call.end`` is then inf.)
+            certain = sorted((_Write(w.call, w.value, w.t_invoke,
+                                     min(w.end, seen.get(id(w.call), math.inf)))
                               for w in ws if w.call.outcome is Outcome.OK
                               or id(w.call) in seen), key=lambda w: w.end)
             self._certain_ends[t] = [w.end for w in certain]
@@ -166,14 +167,17 @@ def _identity(snap: Any) -> tuple[str, int, Value, str]:
 
 
 def _observed(calls: Sequence[Call], writes: dict[str, list[_Write]]) -> dict[int, float]:
-    """The writes of unknown outcome a read showed took effect: id(write call) -> the
-    earliest return of a get or query that returned the snapshot only it wrote."""
+    """The writes a read showed had taken effect: id(write call) -> the earliest return of
+    a get or query that returned the snapshot only it wrote. From then on the write is
+    certain -- one of unknown outcome (it raised, its worker was killed) as much as one
+    still in flight, which returns later (a save frozen between two of its requests while
+    the check phase reads: a get shows its new status, and a counts() after that get must
+    count it there, however long the save takes to return)."""
     by_identity: dict[tuple[str, int, Value, str], list[Call]] = defaultdict(list)
     for ws in writes.values():
         for w in ws:
             by_identity[_identity(w.call.args["snapshot"])].append(w.call)
-    unknown = {key: cs[0] for key, cs in by_identity.items()
-               if len(cs) == 1 and cs[0].outcome is not Outcome.OK}
+    unknown = {key: cs[0] for key, cs in by_identity.items() if len(cs) == 1}
     if not unknown:
         return {}
     out: dict[int, float] = {}
