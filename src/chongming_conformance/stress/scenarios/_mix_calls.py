@@ -122,11 +122,18 @@ def look_after_unknown_create(ctx: WorkerContext, st: State, doomed: str) -> Non
     row committed, its tag rows not: two transactions where one belongs) shows in the
     first and not in the second; the checker takes the create as done from the read that
     showed it on. Asked at once, so that no prune has taken the terminal task first: left
-    to the next check phase, the workload's prunes had mostly removed it."""
+    to the next check phase, the workload's prunes had mostly removed it. Each read is
+    tried up to three times: in a fault run the next call on a connection is often a
+    fault's target too."""
     s = ctx.store
-    ctx.call("get", {"task": doomed}, partial(s.get, doomed), summarize=snapshot_summary)
-    ctx.call("query", {"tag": st.own_tag}, partial(s.query, TaskQuery(tag=st.own_tag)),
-             summarize=lambda ts: len(ts))
+    for _ in range(3):
+        if ctx.call("get", {"task": doomed}, partial(s.get, doomed),
+                    summarize=snapshot_summary).ok:
+            break
+    for _ in range(3):
+        if ctx.call("query", {"tag": st.own_tag}, partial(s.query, TaskQuery(tag=st.own_tag)),
+                    summarize=lambda ts: len(ts)).ok:
+            break
 
 
 def revive(ctx: WorkerContext, st: State) -> None:
