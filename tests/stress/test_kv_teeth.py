@@ -114,11 +114,11 @@ def test_the_careful_kv_store_passes_the_prune_race(seed: int) -> None:
 #: (the store routed through the kit's proxies: at the gate's profile, the mixed workload
 #: freezes a write between two of its requests at every check phase and aims its crashes
 #: there). Caught per single aimed run at the ci profile, seeds 0-9 (docs/benchmarks.md,
-#: "Power per gate run"): IndexAfterRecord, UnboundedCleanup and CountsFromStaleIndex 10 of
-#: 10 each (2, 2 and 1 of 10 plain; 3-5, 7-8 and 3-5 with the kills aimed at quick before
-#: the freezes); CreateRaceUndoesWinnerIndex is caught plain at every seed, and
-#: GivesUpOnMovedPrune fails the prune race at every seed tried (its touched batch). Three
-#: seeds leave a miss on all of them at about one in a thousand.
+#: "Power per gate run"): IndexAfterRecord 10 of 10, UnboundedCleanup and
+#: CountsFromStaleIndex 8 of 10 each (2, 2 and 1 of 10 plain; 3-5, 7-8 and 3-5 with the
+#: kills aimed at quick before the freezes); CreateRaceUndoesWinnerIndex is caught plain at
+#: every seed, and GivesUpOnMovedPrune fails the prune race at every seed tried (its touched
+#: batch). Three seeds leave a miss on all of them at about one in a hundred.
 #: CountsFromStaleIndex: a crash -- or a freeze -- between a record's write and its status
 #: entries leaves the stale entry its counts() trusts; once a read has shown the record's
 #: new status, the checker takes that status as certain, and the count that still holds the
