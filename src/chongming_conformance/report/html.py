@@ -42,6 +42,11 @@ Choices, and why:
 * **Meaning survives greyscale**: outcomes differ by pattern (solid, stripes, cross-hatch,
   dark hatch with a dashed outline) as well as colour, and every outcome is also written as
   text (the table, the legend, the details panel).
+
+Over the kit's 600-line limit (tests/test_module_size.py): the page's markup and the
+SVG drawing of a stress history share one set of layout constants; its stylesheet and
+script are package data (``report/assets/``). Splitting the history drawing out is
+pending.
 """
 
 from __future__ import annotations
