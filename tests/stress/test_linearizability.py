@@ -370,6 +370,34 @@ def test_a_write_still_in_flight_that_a_read_has_shown_is_certain_from_that_read
     assert check(twin.calls()).ok, check(twin.calls()).report()
 
 
+def test_a_killed_save_a_later_certain_save_overtook_is_gone_once_that_save_returned() -> None:
+    """A killed save expecting version 0 may take effect at any instant -- unless another
+    save, also expecting 0, succeeded: versions only grow, so the killed one took effect
+    before it or never, and once that save returned its value replaced the killed one's. A
+    counts() invoked afterwards that still holds the task under the killed save's status
+    (a stale index entry) fails. The twin: a counts() invoked while the overtaking save is
+    in flight may still count either status."""
+    killed = saved(1, "w1-s1", status=TaskStatus.RUNNING)
+    won = saved(2, "w2-s1", status=TaskStatus.PENDING)
+    counted = {TaskStatus.PENDING: 4, TaskStatus.RUNNING: 1}  # the task under both
+    r = Recorder()
+    r.setup()
+    r.save(1, killed, 0, (1.0, None))  # killed: pending for ever
+    r.save(2, won, 0, (2.0, 2.1))
+    r.call(3, "counts", {}, "counts", {}, (3.0, 3.1), result=counted, summary=5)
+    result = check(r.calls())
+    assert [v.kind for v in result.violations] == ["counts-range"], result.report()
+    assert "at most 0 task(s) could have been running" in result.violations[0].explanation
+
+    twin = Recorder()
+    twin.setup()
+    twin.save(1, killed, 0, (1.0, None))
+    twin.save(2, won, 0, (2.0, 2.1))
+    twin.call(3, "counts", {}, "counts", {}, (2.05, 2.08),
+              result={TaskStatus.PENDING: 3, TaskStatus.RUNNING: 1}, summary=4)
+    assert check(twin.calls()).ok, check(twin.calls()).report()
+
+
 def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:
     r = Recorder()
     r.setup()

@@ -15,7 +15,10 @@ is a candidate only when no certain write came before the call). A write is cert
 when it returned -- or when a read returned what it wrote: a save whose reply was lost,
 or whose writer was killed, took effect before the read that shows its snapshot, so from
 that read's return on it is as certain as one that returned (a crashed writer's
-half-written index cannot hide behind its unknown outcome for ever). A snapshot is
+half-written index cannot hide behind its unknown outcome for ever). Nor can one a certain
+write has overtaken: a save of unknown outcome expecting version ``e`` took effect, if at
+all, before any write of a version above ``e`` that did (versions only grow), so from that
+write's certain end on its value is gone (``_overtaken`` says when this holds). A snapshot is
 taken for a write's only when exactly one write of the history wrote that task, version,
 status and name. Then for each
 status ``s``::
@@ -99,6 +102,7 @@ class Candidates:
                 snap = c.args["snapshot"]
                 writes[snap.task_id].append(_Write(c, snap.status, c.t_invoke, c.end))
         seen = _observed(calls, writes)
+        overtaken = _overtaken(writes, seen, initial)
         # Prunes are writes of "missing" to every terminal task alike: one shared list.
         self._terminal = terminal
         self._prunes = [_Write(c, None, c.t_invoke, c.end) for c in prunes]
@@ -113,6 +117,7 @@ class Candidates:
         # (the second one in case the latest is the asking call itself).
         self._by_value: dict[str, list[tuple[Value, list[float], list[tuple[float, int,
                                                                             float]]]]] = {}
+        self._overtaken: dict[str, list[tuple[_Write, float]]] = {}
         for t, ws in writes.items():
             # (A write of unknown outcome ends never: ``Call.end`` is then inf.)
             certain = sorted((_Write(w.call, w.value, w.t_invoke,
@@ -126,8 +131,13 @@ class Candidates:
                 running = max(running, w.t_invoke)
                 prefix.append(running)
             self._certain_max_inv[t] = prefix
-            self._by_value[t] = [_prefix_best(value, [w for w in ws if w.value == value])
-                                 for value in {w.value for w in ws}]
+            # An overtaken write is a candidate only at calls invoked before the write that
+            # overtook it was certain; it stays out of the per-value prefixes.
+            free = [w for w in ws if id(w.call) not in overtaken]
+            self._overtaken[t] = [(w, overtaken[id(w.call)]) for w in ws
+                                  if id(w.call) in overtaken]
+            self._by_value[t] = [_prefix_best(value, [w for w in free if w.value == value])
+                                 for value in {w.value for w in free}]
         self._prune_best = _prefix_best(None, self._prunes)
 
     def _floor(self, call: Call, task: str) -> tuple[int, float]:
@@ -151,6 +161,9 @@ class Candidates:
             top, top_id, second = best[j - 1]
             if (top if top_id != id(call) else second) >= floor:
                 out.add(value)
+        for w, overtaken_at in self._overtaken[task]:
+            if w.call is not call and w.t_invoke <= stop and call.t_invoke <= overtaken_at:
+                out.add(w.value)
         return out
 
     def sources(self, call: Call, task: str) -> list[Call]:
@@ -158,8 +171,9 @@ class Candidates:
         _, floor = self._floor(call, task)
         stop = call.t_return if call.t_return is not None else math.inf
         writes = self._writes[task] + (self._prunes if task in self._terminal else [])
-        return [w.call for w in writes
-                if w.t_invoke <= stop and w.end >= floor and w.call is not call]
+        gone = {id(w.call) for w, at in self._overtaken[task] if call.t_invoke > at}
+        return [w.call for w in writes if w.t_invoke <= stop and w.end >= floor
+                and w.call is not call and id(w.call) not in gone]
 
 
 def _identity(snap: Any) -> tuple[str, int, Value, str]:
@@ -194,6 +208,52 @@ def _observed(calls: Sequence[Call], writes: dict[str, list[_Write]]) -> dict[in
             write = unknown.get(_identity(snap))
             if write is not None:
                 out[id(write)] = min(out.get(id(write), math.inf), c.t_return)
+    return out
+
+
+def _overtaken(writes: dict[str, list[_Write]], seen: dict[int, float],
+               initial: Model | None) -> dict[int, float]:
+    """The writes of unknown outcome a certain write has overtaken: id(write call) -> the
+    earliest certain end of a write that, had the first taken effect at all, took effect
+    after it. A call invoked after that instant cannot see the overtaken write's value.
+
+    Without it such a write (its reply lost, its worker killed) stays a candidate for the
+    rest of the run, and every aimed kill widens the counts() ranges by one task -- room a
+    stale index entry hides in. But a save takes effect only where the stored version
+    equals its ``expect_version``, and a create only where the task is missing. On a task
+    that lives once (at most one create, none if it was there at the start) and whose
+    every save writes a version above the one it expects, the versions that take effect
+    only grow: once a write of a version above ``e`` has taken effect -- by its certain end
+    (its return, or the read that showed it) -- no save expecting ``e`` can follow, and
+    once any write other than the create has taken effect the create cannot follow either.
+    So the overtaken write, if it took effect, did so before the overtaking one, whose own
+    value (or a later one) replaced it by that certain end.
+    Where a history breaks either condition (a task created twice, a save that does not
+    raise the version) nothing is bounded: the range stays as wide as real time alone
+    allows.
+    """
+    out: dict[int, float] = {}
+    starts = {} if initial is None else initial.tasks
+    for t, ws in writes.items():
+        creates = [w for w in ws if w.call.method == "create"]
+        if len(creates) + (t in starts) > 1 or any(
+                w.call.method == "save"
+                and w.call.args["snapshot"].status_version <= w.call.args["expect_version"]
+                for w in ws):
+            continue
+        certain = [(min(w.end, seen.get(id(w.call), math.inf)), w) for w in ws
+                   if w.call.outcome is Outcome.OK or id(w.call) in seen]
+        for w in ws:
+            if w.end != math.inf or id(w.call) in seen:
+                continue
+            if w.call.method == "create":
+                ends = [end for end, c in certain if c is not w]
+            else:
+                expect = w.call.args["expect_version"]
+                ends = [end for end, c in certain
+                        if c is not w and c.call.args["snapshot"].status_version > expect]
+            if ends:
+                out[id(w.call)] = min(ends)
     return out
 
 
