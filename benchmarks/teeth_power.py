@@ -6,6 +6,7 @@ Usage (from the repository root)::
         python benchmarks/teeth_power.py --engine postgres --json pg.json
     python benchmarks/teeth_power.py --engine mariadb --json my.json
     python benchmarks/teeth_power.py --teeth RetryingSave,SplitCreate --engine mariadb
+    python benchmarks/teeth_power.py --engine postgres --first-seed 3 --runs 7  # seeds 3-9
 
 Each run is the fault run of the gate -- ``run_all(make_<tooth>, ci profile, faults=
 "network", scenarios=["fault_workload"])``, the one scenario of ``pytest --chongming-store=
@@ -49,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("postgres", "mariadb"), required=True)
     parser.add_argument("--teeth", default="", help="comma-separated names (default: all)")
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first..first+runs-1 (to extend a campaign)")
     parser.add_argument("--profile", default="ci")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for tooth in chosen:
         runs = []
-        for seed in range(args.runs):
+        for seed in range(args.first_seed, args.first_seed + args.runs):
             run = one_run(tooth.factory, None, dataclasses.replace(base, seed=seed))
             run["caught"] = run["blamed"] == [tooth.clause]
             runs.append(run)
