@@ -398,6 +398,29 @@ def test_a_killed_save_a_later_certain_save_overtook_is_gone_once_that_save_retu
     assert check(twin.calls()).ok, check(twin.calls()).report()
 
 
+def test_a_task_counted_under_two_statuses_at_once_is_out_of_the_total() -> None:
+    """A save in flight may count its task as pending or as running -- not as both: the
+    counts add up to the tasks that exist. Each status alone is within its range (the
+    save may or may not have taken effect); the total of five for four tasks is not. The
+    twin: the same save, a count of the task under one of the two statuses, passes."""
+    moving = saved(1, "w1-s1", status=TaskStatus.RUNNING)
+    r = Recorder()
+    r.setup()
+    r.save(1, moving, 0, (1.0, 3.0))
+    r.call(2, "counts", {}, "counts", {}, (2.0, 2.5),
+           result={TaskStatus.PENDING: 4, TaskStatus.RUNNING: 1}, summary=5)
+    result = check(r.calls())
+    assert [v.kind for v in result.violations] == ["counts-range"], result.report()
+    assert "returned 5 task(s) in all, but at most 4" in result.violations[0].explanation
+
+    twin = Recorder()
+    twin.setup()
+    twin.save(1, moving, 0, (1.0, 3.0))
+    twin.call(2, "counts", {}, "counts", {}, (2.0, 2.5),
+              result={TaskStatus.PENDING: 3, TaskStatus.RUNNING: 1}, summary=4)
+    assert check(twin.calls()).ok, check(twin.calls()).report()
+
+
 def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:
     r = Recorder()
     r.setup()

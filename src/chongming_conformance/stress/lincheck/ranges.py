@@ -25,8 +25,11 @@ status ``s``::
 
     #{tasks whose every candidate is s} <= counts()[s] <= #{tasks with some candidate s}
 
+and, as every task has one status at the call's point, the counts add up to the tasks
+that exist there: between the tasks no candidate of which is "missing" and those with
+some candidate that is not (a task counted under two statuses at once fails this alone);
 and a prune that returned ``n`` with ``keep_terminal=k`` satisfies
-``max(certain - k, 0) <= n <= max(possible - k, 0)`` over the terminal tasks. Both
+``max(certain - k, 0) <= n <= max(possible - k, 0)`` over the terminal tasks. All these
 bounds are necessary for any linearization, so a correct store never fails them
 (sound); they cannot see what a finer reasoning across tasks would.
 """
@@ -308,6 +311,27 @@ def _counts(c: Call, table: dict[str, set[Value]], cands: Candidates) -> list[Ra
                 f"counts() returned {n} {status.value}, but at most {len(possible)} task(s) "
                 f"could have been {status.value} at any instant of the call"
                 + (f": {_shown(possible)}" if possible else ""), [c]))
+    # Each task has one status at the call's point, so the counts add up to the tasks that
+    # exist there: a task counted under two statuses at once (a save's new index entry
+    # written, its old one not yet removed) fits each status's range but not this one.
+    if out:  # one answer, one problem: the per-status ranges already show it
+        return out
+    total = sum(got.values())
+    exists_certain = sorted(t for t, vals in table.items() if vals and None not in vals)
+    exists_possible = sorted(t for t, vals in table.items()
+                             if any(v is not None for v in vals))
+    if total > len(exists_possible):
+        out.append(RangeProblem(
+            "counts-range", c,
+            f"counts() returned {total} task(s) in all, but at most {len(exists_possible)} "
+            "task(s) could have existed at any instant of the call (a task counted under "
+            "two statuses at once, or one that was not there)", [c]))
+    elif total < len(exists_certain):
+        why = [w for t in exists_certain for w in cands.sources(c, t)][:8]
+        out.append(RangeProblem(
+            "counts-range", c,
+            f"counts() returned {total} task(s) in all, but {len(exists_certain)} task(s) "
+            f"existed at every instant of the call: {_shown(exists_certain)}", [c, *why]))
     return out
 
 
