@@ -24,6 +24,8 @@ scenario at a time (it is meant for a shared, noisy machine).
 
     .venv/bin/python benchmarks/kv_teeth.py [--seeds 20] [--variant NAME ...] [--no-gate]
     .venv/bin/python benchmarks/kv_teeth.py --aimed --seeds 10 --variant IndexAfterRecord
+    .venv/bin/python benchmarks/kv_teeth.py --aimed --seeds 10 --variant GivesUpOnMovedPrune \\
+        --scenario prune_race
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def gate(cls: type[kv_stores.KvTaskStore]) -> str:
     return "; ".join(f"{r.scenario}: {describe(r)}" for r in failed)
 
 
-def aimed_power(names: list[str], seeds: int) -> None:
-    """One aimed gate run per seed 0..seeds-1 of each store: caught, blamed, wall."""
+def aimed_power(names: list[str], seeds: int, scenario: str = "mixed_workload") -> None:
+    """One aimed gate run of ``scenario`` per seed 0..seeds-1 of each store: caught,
+    blamed, wall."""
     import test_kv_teeth
 
     print(f"| store | caught / runs (seeds 0-{seeds - 1}) | blamed (runs) | errors "
@@ -89,7 +92,7 @@ def aimed_power(names: list[str], seeds: int) -> None:
         blamed: collections.Counter[str] = collections.Counter()
         for seed in range(seeds):
             started = time.monotonic()
-            result = test_kv_teeth._run(name, seed, aimed=True)
+            result = test_kv_teeth._run(name, seed, scenario, aimed=True)
             walls.append(time.monotonic() - started)
             errors += bool(result.errors)
             if result.failed and not result.errors:
@@ -110,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the run_all(quick) pass at seed 0")
     parser.add_argument("--aimed", action="store_true",
                         help="the gate's aimed mixed-workload run, seeds 0..N-1 (issue 41)")
+    parser.add_argument("--scenario", default="mixed_workload",
+                        help="with --aimed: the scenario (prune_race catches (a))")
     args = parser.parse_args(argv)
     names = args.variant or list(STORES)
     if args.aimed:
-        aimed_power(names, args.seeds)
+        aimed_power(names, args.seeds, args.scenario)
         return 0
     rows = []
     for name in names:
