@@ -137,3 +137,29 @@ def test_a_timeout_that_cancels_the_commit_is_caught_on_durability_alone() -> No
         lambda: failover_stores.FailoverPostgres(
             synchronous=True, partition=True, store=failover_stores.CancelOnTimeout),
         "a store whose timeout cancels a COMMIT waiting for the synchronous standby")
+
+
+@pytest.mark.full_evidence
+def test_two_failovers_in_a_row_swap_the_roles_and_keep_the_rows() -> None:
+    """The tooling: after a failover and its end (the crashed server re-made as a
+    standby), a second failover works, and the multi-host DSN follows the primary."""
+    import psycopg
+
+    failover = servers(lambda: failover_stores.FailoverPostgres(synchronous=True))
+    try:
+        first = failover.primary.port
+        with psycopg.connect(failover.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (x int)")
+            conn.execute("INSERT INTO kept VALUES (1)")
+        for round_ in (2, 3):
+            failover.fail_over()
+            failover.remake_standby()
+            with psycopg.connect(failover.dsn, autocommit=True) as conn:
+                conn.execute("INSERT INTO kept VALUES (%s)", [round_])
+                total = conn.execute("SELECT sum(x) FROM kept").fetchone()
+                assert total == (sum(range(round_ + 1)),)
+                assert conn.info.port == failover.primary.port
+        assert failover.failovers == 2
+        assert failover.primary.port == first  # swapped twice: back where it began
+    finally:
+        failover.close()
