@@ -46,7 +46,7 @@ due to user request ... committed locally, but might not have been replicated") 
 COMMIT returns *success* -- so that store acknowledges a write the standby lacks, and
 the failover after the partition loses it. ``statement_timeout`` does not do this: the
 server disables it before the commit proper (``finish_xact_command``), so a COMMIT
-waiting for the standby is never stopped by it (measured: /tmp probe, docs/failover.md).
+waiting for the standby is never stopped by it (tests/integration/test_sync_commit_cancel.py).
 The reference store's watchdog shuts the socket down instead of cancelling, so its call
 fails with StoreError (unknown effect) and the backend keeps waiting: it is right as it
 is, and is not changed.
