@@ -12,8 +12,11 @@ inside that directory (never the system one), and deletes it all on ``close()``.
   fsynced survives; the next ``start()`` runs crash recovery).
 * ``ThrowawayMariaDB`` -- ``mariadb-install-db`` + ``mariadbd``; root without a
   password, a ``test`` database; ``crash()`` is SIGKILL of ``mariadbd``.
-* ``ThrowawayStandby`` -- ``pg_basebackup -R`` from a ``ThrowawayPostgres``,
-  started as a hot standby on its own port.
+* ``ThrowawayStandby`` -- ``pg_basebackup -R`` from a ``ThrowawayPostgres`` (or from
+  a promoted standby), started as a hot standby on its own port; ``upstream=`` makes it
+  stream from another address (a fault proxy in front of the primary), ``port=`` puts
+  it on a given port (a crashed primary's, re-made as a standby after a failover).
+  ``promote()`` (any server) is ``pg_ctl promote``: a standby becomes a primary.
 
 When the process runs as root, the servers run as ``postgres`` / ``mysql``
 (Postgres refuses root); otherwise as the current user. Every step is bounded by
@@ -262,6 +265,14 @@ class _PostgresCluster:
         self.stop()
         self.start()
 
+    def promote(self) -> None:
+        """``pg_ctl promote -w``: a standby ends recovery and accepts writes (a failover's
+        second half; the old primary must be stopped first, or there are two primaries)."""
+        self._pg_ctl(
+            "-w", "-t", str(int(START_TIMEOUT)), "promote",
+            timeout=START_TIMEOUT, what=f"promoting the standby on port {self._port}",
+        )  # fmt: skip
+
     def close(self) -> None:
         """Stop the server if it runs (never raises) and delete its directory. Idempotent."""
         if self._closed:
@@ -358,15 +369,31 @@ class ThrowawayStandby(_PostgresCluster):
 
     ``settings`` go into the standby's ``postgresql.conf`` (e.g.
     ``{"recovery_min_apply_delay": "200ms"}`` for a replica that lags on purpose).
+    ``primary`` may also be a promoted standby (a failover's new primary).
+
+    ``upstream`` (host, port): where the standby streams WAL from, when not straight
+    from ``primary`` -- a fault proxy in front of it, so a test can slow or cut the
+    replication link. The base backup is always taken directly; only
+    ``primary_conninfo`` names ``upstream`` (appended to ``postgresql.auto.conf``, whose
+    last line wins over the one ``-R`` wrote). ``application_name`` names the standby
+    there (``synchronous_standby_names`` may list it). ``port``: the port to run on
+    (default a free one), e.g. a crashed primary's, re-made as a standby of the new
+    primary after a failover.
     """
 
     def __init__(
-        self, primary: ThrowawayPostgres, settings: Mapping[str, str] | None = None
+        self,
+        primary: _PostgresCluster,
+        settings: Mapping[str, str] | None = None,
+        *,
+        upstream: tuple[str, int] | None = None,
+        port: int | None = None,
+        application_name: str = "standby",
     ) -> None:
         _require(postgres_binaries(), "PostgreSQL", "CHONGMING_PG_BIN")
         user = _service_user("postgres")
         root = _new_root("chongming-standby-", user)
-        super().__init__(root, free_port(), user)
+        super().__init__(root, port if port is not None else free_port(), user)
         self.primary = primary
         self._finalizer = weakref.finalize(self, _close_postgres, self.root, self.data, user)
         try:
@@ -378,6 +405,11 @@ class ThrowawayStandby(_PostgresCluster):
                  "--no-sync"],
                 user=user, timeout=SETUP_TIMEOUT, what="pg_basebackup", cwd=self.root,
             )  # fmt: skip
+            host, source_port = upstream if upstream is not None else ("127.0.0.1", primary.port)
+            conninfo = (f"user=postgres host={host} port={int(source_port)} "
+                        f"application_name={application_name} connect_timeout=5")
+            with (self.data / "postgresql.auto.conf").open("a") as auto:
+                auto.write(f"primary_conninfo = {_conf_value(conninfo)}\n")
             conf: dict[str, str] = {
                 "port": str(self._port),
                 "unix_socket_directories": str(self.sockets),
