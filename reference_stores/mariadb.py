@@ -251,6 +251,21 @@ def _in_list(values: Sequence[Any]) -> str:
 
 
 # -- connections ------------------------------------------------------------------------------
+def _wait_for_causality_on_galera(cur: Any, sync_wait: int) -> None:
+    """On a Galera node (``wsrep_on`` is ON), ``SET SESSION wsrep_sync_wait``.
+
+    Galera applies another node's write sets after that node's commit has returned, so
+    without it a read here can miss a write a client already saw acknowledged on another
+    node (module docstring, "Galera"). A plain MariaDB server (``wsrep_on`` OFF) and MySQL
+    (no such variable: SHOW returns no row) are left alone: the statement would be
+    meaningless there, and on MySQL an error.
+    """
+    cur.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+    row = cur.fetchone()
+    if row is not None and str(row[1]).upper() == "ON":
+        cur.execute(f"SET SESSION wsrep_sync_wait = {int(sync_wait)}")
+
+
 def _socket_readable(conn: Any) -> bool:
     """True if the server sent something to an idle connection (an error, EOF)."""
     sock = getattr(conn, "_sock", None)
@@ -294,8 +309,10 @@ class _Pool:
         max_size: int,
         timeout: float,
         call_timeout: float | None = None,
+        sync_wait: int = 0,
     ) -> None:
         self._params = params
+        self._sync_wait = sync_wait
         self._database = database
         self._io_timeout = call_timeout
         self._session: tuple[str, ...] = _SESSION
@@ -318,6 +335,8 @@ class _Pool:
             with conn.cursor() as cur:
                 for statement in self._session:
                     cur.execute(statement)
+                if self._sync_wait:
+                    _wait_for_causality_on_galera(cur, self._sync_wait)
         except BaseException:
             _close_quietly(conn)
             raise
@@ -469,6 +488,12 @@ class MariaDBTaskStore:
     wait for the server (module docstring), ``None`` for no limit.
     """
 
+    #: ``wsrep_sync_wait`` of every session on a Galera node (module docstring, "Galera"):
+    #: 7 = reads and BEGIN (1) + UPDATE/DELETE (2) + INSERT/REPLACE (4) wait until the
+    #: node has applied every write set the cluster committed before they started.
+    #: 0 leaves the server's setting (a subclass that does is the tests' tooth).
+    WSREP_SYNC_WAIT = 7
+
     def __init__(
         self,
         dsn: str,
@@ -493,7 +518,8 @@ class MariaDBTaskStore:
                 f"no database: name one in the DSN ({dsn!r}) or pass database="
             ))
         self._database = validate_database_name(name)
-        self._pool = _Pool(params, self._database, max_size, timeout, call_timeout)
+        self._pool = _Pool(params, self._database, max_size, timeout, call_timeout,
+                           sync_wait=self.WSREP_SYNC_WAIT)
         self._closed = False
         self._build_statements()
         try:
@@ -679,7 +705,7 @@ class MariaDBTaskStore:
                 if code == _DEADLOCK and not broken and attempt < MAX_ATTEMPTS:
                     with self._retries_lock:
                         self._retries += 1
-                    time.sleep(random.uniform(0.001, 0.005) * attempt)
+                    time.sleep(_backoff(attempt))
                     continue
                 if _timed_out(exc):
                     raise self._timeout_error(f"{operation}()") from exc
@@ -957,6 +983,19 @@ class MariaDBTaskStore:
             return
         self._closed = True
         self._pool.close()
+
+
+def _backoff(attempt: int) -> float:
+    """The pause before running a deadlock victim again: random, doubling per attempt.
+
+    On one server a deadlock is rare and the first retry nearly always wins (1-5 ms). On
+    Galera a 1213 is also a certification failure: a transaction loses to any write
+    another node committed on one of its rows meanwhile, so a long one (a prune batch)
+    racing a stream of short ones (touches on other nodes) loses again and again at a
+    fixed short pause. Doubling the pause (capped at 0.5 s; at most ~0.65 s in all over
+    MAX_ATTEMPTS) lets the stream drain; XP-PRUNE-SAVE-RACE measured it (docs/galera.md).
+    """
+    return min(0.5, random.uniform(0.001, 0.005) * 2 ** (attempt - 1))
 
 
 def _fetchone(cur: Any, statement: str, params: Any = None) -> dict[str, Any] | None:

@@ -45,7 +45,6 @@ from types import TracebackType
 from typing import Any, Self
 
 from throwaway_servers import (
-    START_TIMEOUT,
     MissingBinaries,
     ServerError,
     ThrowawayMariaDB,
@@ -148,7 +147,7 @@ class ThrowawayGalera:
     """
 
     def __init__(self, nodes: int = 3, settings: Mapping[str, str] | None = None) -> None:
-        absent = missing(galera_binaries()[:-2] + [RSYNC])
+        absent = missing([*mariadb_binaries(), RSYNC])
         if not GALERA_PROVIDER.is_file():  # a shared library: readable, not executable
             absent.append(GALERA_PROVIDER)
         if absent:
