@@ -46,7 +46,8 @@ def _profile(seed: int, faults: str) -> Any:
 
 def run_setup(stores: Any, setup: str, seed: int, scenarios: list[str] | None) -> list[Any]:
     from chongming_conformance.stress import run_scenario
-    from chongming_conformance.stress.runner import SCENARIOS, open_location
+    from chongming_conformance.stress.runner import open_location
+    from chongming_conformance.stress.scenarios import SCENARIOS
 
     if setup in ("crash", "partition"):
         names = [FAULT_SCENARIO]
@@ -101,6 +102,12 @@ def main() -> int:
                 verdict = "PASS" if not bad else "FAIL" if any(r.failed for r in bad) else (
                     "NOT VERIFIED/ERROR")
                 clauses = sorted({c for r in bad for c in r.blamed()})
+                print("   " + ", ".join(f"{r.scenario} {r.verdict} {r.wall_seconds:.1f}s"
+                                        for r in results), flush=True)
+                for r in results:
+                    for line in r.coverage:
+                        if line.startswith("deployment:"):
+                            print(f"   {setup} seed {seed} {r.scenario}: {line[:240]}", flush=True)
                 print(f"{setup} seed {seed}: {verdict} ({len(results)} scenarios, "
                       f"{len(bad)} not PASS; blamed {clauses or '-'}) "
                       f"{time.monotonic() - t0:.1f} s", flush=True)

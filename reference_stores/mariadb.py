@@ -96,6 +96,39 @@ docs/mariadb.md has the measurements):
   later call raises StoreError.
 * **DML only.** The store runs SELECT/INSERT/UPDATE/DELETE; the DDL is in
   ``mariadb_schema.install_schema``, run once by a user that may CREATE.
+* **Galera** (MariaDB Galera Cluster, Percona XtraDB Cluster): the same code, proven
+  on a 3-node galera-4 cluster with the workers on one node and spread over all three
+  (multi-primary), across a node's SIGKILL and rejoin, and across a node cut off the
+  group communication (docs/galera.md has the runs). Two things differ from one server,
+  and the store handles both without a switch:
+
+  - *A write acknowledged on one node is not yet visible on another.* Galera delivers a
+    commit's write set to every node before the commit returns, but applies it there
+    afterwards; a read on another node in between misses it (XP-SHARED-VISIBILITY
+    caught it: tests/stress/test_galera.py's tooth). A session on a node whose
+    ``wsrep_on`` is ON therefore sets ``wsrep_sync_wait = 7`` (``WSREP_SYNC_WAIT``):
+    every read, BEGIN, UPDATE/DELETE and INSERT first waits until the node has applied
+    what the cluster committed before it. Without the UPDATE bit a ``complete_command``
+    on a node that has not applied the ``submit`` yet would match no row and be lost
+    silently. On a plain server (``wsrep_on`` OFF) or MySQL nothing is set.
+  - *1213 is also a certification failure.* Galera's row locks are per node: a
+    ``SELECT ... FOR UPDATE (SKIP LOCKED)`` does not see another node's locks, so two
+    nodes can both select and lease one command; the first to commit wins and the other
+    fails certification at COMMIT with 1213, its transaction rolled back whole -- the
+    same "nothing happened" as an InnoDB deadlock, so the same retry applies and a lease
+    is never held twice (the retry, after ``wsrep_sync_wait``, sees the winner's lease
+    and skips the row). A long transaction (a prune batch) loses to every short write
+    another node commits on its rows meanwhile, so the retry pause doubles per attempt
+    (``_backoff``): with the old fixed pause a prune racing touches on two other nodes
+    ran out of attempts (XP-PRUNE-SAVE-RACE, "lock-contention").
+
+  What the store cannot do for you: a node that is not in the primary component (it
+  lost quorum, or is cut off) refuses every statement (error 1047) -- a StoreError, the
+  call's effect unknown -- so point each process at a node through something that moves
+  it to a healthy one, or accept that its calls fail until the node is back. Run Galera
+  with ``binlog_format=ROW`` and ``innodb_autoinc_lock_mode=2`` (its own requirements);
+  every table here has a primary key, which Galera needs to replicate deletes and
+  certify writes.
 
 To copy it: take this file and ``mariadb_schema.py`` (of the kit, they import only its
 public model, errors and codec). The three factories at the bottom are how the kit runs
@@ -995,7 +1028,8 @@ def _backoff(attempt: int) -> float:
     fixed short pause. Doubling the pause (capped at 0.5 s; at most ~0.65 s in all over
     MAX_ATTEMPTS) lets the stream drain; XP-PRUNE-SAVE-RACE measured it (docs/galera.md).
     """
-    return min(0.5, random.uniform(0.001, 0.005) * 2 ** (attempt - 1))
+    pause: float = random.uniform(0.001, 0.005) * 2 ** (attempt - 1)
+    return min(0.5, pause)
 
 
 def _fetchone(cur: Any, statement: str, params: Any = None) -> dict[str, Any] | None:
