@@ -104,8 +104,8 @@ docs/mariadb.md has the measurements):
 
   - *A write acknowledged on one node is not yet visible on another.* Galera delivers a
     commit's write set to every node before the commit returns, but applies it there
-    afterwards; a read on another node in between misses it (XP-SHARED-VISIBILITY
-    caught it: tests/stress/test_galera.py's tooth). A session on a node whose
+    afterwards; a read on another node in between misses it (XP-SHARED-VISIBILITY and
+    XP-MIXED-WORKLOAD caught it: tests/stress/test_galera.py's teeth). A session on a node whose
     ``wsrep_on`` is ON therefore sets ``wsrep_sync_wait = 7`` (``WSREP_SYNC_WAIT``):
     every read, BEGIN, UPDATE/DELETE and INSERT first waits until the node has applied
     what the cluster committed before it. Without the UPDATE bit a ``complete_command``
