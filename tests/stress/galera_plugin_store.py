@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Callable, Generator
 from typing import Any
 
-from galera_stores import CALL_TIMEOUT, GaleraStores
+from galera_stores import CALL_TIMEOUT, GaleraStores, schema_everywhere
 
 from chongming_conformance.faults import Deployment
 from reference_stores.mariadb import MariaDBTaskStore, drop_schema, install_schema
@@ -41,9 +41,11 @@ def make_store() -> Generator[MariaDBTaskStore, None, None]:
     """A store on the next node, on a fresh database installed through node 0, dropped after."""
     stores = _cluster_stores()
     nodes = stores.cluster.nodes
-    database = f"chongming_galera_c{next(_turn)}"
+    turn = next(_turn)
+    database = f"chongming_galera_c{turn}"
     install_schema(nodes[0].dsn, database)
-    store = MariaDBTaskStore(nodes[next(_turn) % len(nodes)].dsn, database=database,
+    schema_everywhere(stores.cluster, database)
+    store = MariaDBTaskStore(nodes[turn % len(nodes)].dsn, database=database,
                              call_timeout=CALL_TIMEOUT * 6)
     try:
         yield store

@@ -49,7 +49,8 @@ from galera_servers import ThrowawayGalera  # noqa: E402
 
 from reference_stores.mariadb import MariaDBTaskStore  # noqa: E402
 
-__all__ = ["CALL_TIMEOUT", "RECOVERY_SECONDS", "GaleraStores", "NoSyncWaitStore", "open_spread"]
+__all__ = ["CALL_TIMEOUT", "RECOVERY_SECONDS", "GaleraStores", "NoSyncWaitStore", "open_spread",
+           "schema_everywhere"]
 
 #: A call waits at most this for a connection and again for the server.
 CALL_TIMEOUT = 5.0
@@ -95,6 +96,29 @@ def open_spread(dsns: Sequence[str], counter: str, database: str,
                        timeout=CALL_TIMEOUT)
 
 
+def schema_everywhere(cluster: ThrowawayGalera, database: str) -> None:
+    """Return once every node has applied the DDL that installed ``database``.
+
+    DDL replicates in total order (TOI), but the other nodes apply it after it returned
+    on the node that ran it: a store opened on another node right after
+    ``install_schema`` failed with 1049 (``Unknown database``) in the plugin's must gate
+    (docs/galera.md). A ``SELECT`` under ``wsrep_sync_wait = 1`` waits until the node
+    has applied everything committed before it, DDL included.
+    """
+    for node in cluster.nodes:
+        conn = node.connect(database=None)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION wsrep_sync_wait = 1")
+                cur.execute("SELECT COUNT(*) FROM information_schema.tables "
+                            "WHERE table_schema = %s", [database])
+                (tables,) = cur.fetchone()
+        finally:
+            conn.close()
+        if not tables:
+            raise RuntimeError(f"{node.name} has no table of {database!r} after a causal wait")
+
+
 class GaleraStores:
     """The reference store's shared-store factory and deployment on a Galera cluster."""
 
@@ -115,6 +139,7 @@ class GaleraStores:
         database = f"chongming_galera_{uuid.uuid4().hex[:12]}"
         counter = os.path.join(self._dir, database)
         install_schema(admin, database)
+        schema_everywhere(self.cluster, database)
         try:
             yield functools.partial(open_spread, tuple(dsns), counter, database,
                                     self.store_class)
