@@ -6,7 +6,9 @@
 contract on stores opened on the nodes in turn (each on its own fresh database), the
 stress and cross-process clauses with the workers spread over the three nodes
 (multi-primary), and with ``--chongming-faults=deployment`` node 1 SIGKILLed and rejoined
-mid-run (``chongming_deployment``). docs/galera.md has the measured run.
+mid-run (``chongming_deployment``). docs/galera.md has the measured run. Pass
+``--chongming-timeout=120``: the first ``make_store()`` starts the cluster (15-40 s on a
+loaded 2-core machine), longer than the default 30 s bound on one store call.
 """
 
 from __future__ import annotations
