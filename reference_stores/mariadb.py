@@ -96,6 +96,39 @@ docs/mariadb.md has the measurements):
   later call raises StoreError.
 * **DML only.** The store runs SELECT/INSERT/UPDATE/DELETE; the DDL is in
   ``mariadb_schema.install_schema``, run once by a user that may CREATE.
+* **Galera** (MariaDB Galera Cluster, Percona XtraDB Cluster): the same code, proven
+  on a 3-node galera-4 cluster with the workers on one node and spread over all three
+  (multi-primary), across a node's SIGKILL and rejoin, and across a node cut off the
+  group communication (docs/galera.md has the runs). Two things differ from one server,
+  and the store handles both without a switch:
+
+  - *A write acknowledged on one node is not yet visible on another.* Galera delivers a
+    commit's write set to every node before the commit returns, but applies it there
+    afterwards; a read on another node in between misses it (XP-SHARED-VISIBILITY and
+    XP-MIXED-WORKLOAD caught it: tests/stress/test_galera.py's teeth). A session on a node whose
+    ``wsrep_on`` is ON therefore sets ``wsrep_sync_wait = 7`` (``WSREP_SYNC_WAIT``):
+    every read, BEGIN, UPDATE/DELETE and INSERT first waits until the node has applied
+    what the cluster committed before it. Without the UPDATE bit a ``complete_command``
+    on a node that has not applied the ``submit`` yet would match no row and be lost
+    silently. On a plain server (``wsrep_on`` OFF) or MySQL nothing is set.
+  - *1213 is also a certification failure.* Galera's row locks are per node: a
+    ``SELECT ... FOR UPDATE (SKIP LOCKED)`` does not see another node's locks, so two
+    nodes can both select and lease one command; the first to commit wins and the other
+    fails certification at COMMIT with 1213, its transaction rolled back whole -- the
+    same "nothing happened" as an InnoDB deadlock, so the same retry applies and a lease
+    is never held twice (the retry, after ``wsrep_sync_wait``, sees the winner's lease
+    and skips the row). A long transaction (a prune batch) loses to every short write
+    another node commits on its rows meanwhile, so the retry pause doubles per attempt
+    (``_backoff``): with the old fixed pause a prune racing touches on two other nodes
+    ran out of attempts (XP-PRUNE-SAVE-RACE, "lock-contention").
+
+  What the store cannot do for you: a node that is not in the primary component (it
+  lost quorum, or is cut off) refuses every statement (error 1047) -- a StoreError, the
+  call's effect unknown -- so point each process at a node through something that moves
+  it to a healthy one, or accept that its calls fail until the node is back. Run Galera
+  with ``binlog_format=ROW`` and ``innodb_autoinc_lock_mode=2`` (its own requirements);
+  every table here has a primary key, which Galera needs to replicate deletes and
+  certify writes.
 
 To copy it: take this file and ``mariadb_schema.py`` (of the kit, they import only its
 public model, errors and codec). The three factories at the bottom are how the kit runs
@@ -251,6 +284,21 @@ def _in_list(values: Sequence[Any]) -> str:
 
 
 # -- connections ------------------------------------------------------------------------------
+def _wait_for_causality_on_galera(cur: Any, sync_wait: int) -> None:
+    """On a Galera node (``wsrep_on`` is ON), ``SET SESSION wsrep_sync_wait``.
+
+    Galera applies another node's write sets after that node's commit has returned, so
+    without it a read here can miss a write a client already saw acknowledged on another
+    node (module docstring, "Galera"). A plain MariaDB server (``wsrep_on`` OFF) and MySQL
+    (no such variable: SHOW returns no row) are left alone: the statement would be
+    meaningless there, and on MySQL an error.
+    """
+    cur.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+    row = cur.fetchone()
+    if row is not None and str(row[1]).upper() == "ON":
+        cur.execute(f"SET SESSION wsrep_sync_wait = {int(sync_wait)}")
+
+
 def _socket_readable(conn: Any) -> bool:
     """True if the server sent something to an idle connection (an error, EOF)."""
     sock = getattr(conn, "_sock", None)
@@ -294,8 +342,10 @@ class _Pool:
         max_size: int,
         timeout: float,
         call_timeout: float | None = None,
+        sync_wait: int = 0,
     ) -> None:
         self._params = params
+        self._sync_wait = sync_wait
         self._database = database
         self._io_timeout = call_timeout
         self._session: tuple[str, ...] = _SESSION
@@ -318,6 +368,8 @@ class _Pool:
             with conn.cursor() as cur:
                 for statement in self._session:
                     cur.execute(statement)
+                if self._sync_wait:
+                    _wait_for_causality_on_galera(cur, self._sync_wait)
         except BaseException:
             _close_quietly(conn)
             raise
@@ -469,6 +521,12 @@ class MariaDBTaskStore:
     wait for the server (module docstring), ``None`` for no limit.
     """
 
+    #: ``wsrep_sync_wait`` of every session on a Galera node (module docstring, "Galera"):
+    #: 7 = reads and BEGIN (1) + UPDATE/DELETE (2) + INSERT/REPLACE (4) wait until the
+    #: node has applied every write set the cluster committed before they started.
+    #: 0 leaves the server's setting (a subclass that does is the tests' tooth).
+    WSREP_SYNC_WAIT = 7
+
     def __init__(
         self,
         dsn: str,
@@ -493,7 +551,8 @@ class MariaDBTaskStore:
                 f"no database: name one in the DSN ({dsn!r}) or pass database="
             ))
         self._database = validate_database_name(name)
-        self._pool = _Pool(params, self._database, max_size, timeout, call_timeout)
+        self._pool = _Pool(params, self._database, max_size, timeout, call_timeout,
+                           sync_wait=self.WSREP_SYNC_WAIT)
         self._closed = False
         self._build_statements()
         try:
@@ -679,7 +738,7 @@ class MariaDBTaskStore:
                 if code == _DEADLOCK and not broken and attempt < MAX_ATTEMPTS:
                     with self._retries_lock:
                         self._retries += 1
-                    time.sleep(random.uniform(0.001, 0.005) * attempt)
+                    time.sleep(_backoff(attempt))
                     continue
                 if _timed_out(exc):
                     raise self._timeout_error(f"{operation}()") from exc
@@ -957,6 +1016,20 @@ class MariaDBTaskStore:
             return
         self._closed = True
         self._pool.close()
+
+
+def _backoff(attempt: int) -> float:
+    """The pause before running a deadlock victim again: random, doubling per attempt.
+
+    On one server a deadlock is rare and the first retry nearly always wins (1-5 ms). On
+    Galera a 1213 is also a certification failure: a transaction loses to any write
+    another node committed on one of its rows meanwhile, so a long one (a prune batch)
+    racing a stream of short ones (touches on other nodes) loses again and again at a
+    fixed short pause. Doubling the pause (capped at 0.5 s; at most ~0.65 s in all over
+    MAX_ATTEMPTS) lets the stream drain; XP-PRUNE-SAVE-RACE measured it (docs/galera.md).
+    """
+    pause: float = random.uniform(0.001, 0.005) * 2 ** (attempt - 1)
+    return min(0.5, pause)
 
 
 def _fetchone(cur: Any, statement: str, params: Any = None) -> dict[str, Any] | None:
