@@ -49,8 +49,8 @@ from galera_servers import ThrowawayGalera  # noqa: E402
 
 from reference_stores.mariadb import MariaDBTaskStore  # noqa: E402
 
-__all__ = ["CALL_TIMEOUT", "RECOVERY_SECONDS", "GaleraStores", "NoSyncWaitStore", "open_spread",
-           "schema_everywhere"]
+__all__ = ["CALL_TIMEOUT", "RECOVERY_SECONDS", "GaleraStores", "NoSyncWaitStore", "SplitReads",
+           "SplitReadsNoSyncWait", "open_spread", "schema_everywhere"]
 
 #: A call waits at most this for a connection and again for the server.
 CALL_TIMEOUT = 5.0
@@ -73,6 +73,53 @@ class NoSyncWaitStore(MariaDBTaskStore):
     WSREP_SYNC_WAIT = 0
 
 
+class SplitReads(MariaDBTaskStore):
+    """The template behind a read/write split -- MaxScale's ``readwritesplit`` in front of
+    Galera, a common deployment: its writes (and ``claim_commands``, which writes) on one
+    node, its reads (``get``, ``query``, ``counts``, ``history``) on another.
+
+    Every read then crosses nodes, also the one a worker makes right after its own save,
+    so a node that has not applied a write set yet answers an older state unless the
+    session waits for causality (``wsrep_sync_wait``). With the template's fix it is
+    correct (the control); without it (:class:`SplitReadsNoSyncWait`) it is the tooth
+    CI catches: the race of a plain multi-primary run -- another worker's read landing in
+    the millisecond before the apply -- becomes every read after a write.
+    """
+
+    def __init__(self, dsn: str, *, read_dsn: str, **kwargs: Any) -> None:
+        super().__init__(dsn, **kwargs)
+        reader = MariaDBTaskStore if self.WSREP_SYNC_WAIT else NoSyncWaitStore
+        try:
+            self._reader = reader(read_dsn, **kwargs)
+        except BaseException:
+            super().close()
+            raise
+
+    def get(self, task_id: str) -> Any:
+        return self._reader.get(task_id)
+
+    def query(self, query: Any = None) -> Any:
+        return self._reader.query(query)
+
+    def counts(self) -> Any:
+        return self._reader.counts()
+
+    def history(self, task_id: str, *, since_version: int = 0) -> Any:
+        return self._reader.history(task_id, since_version=since_version)
+
+    def close(self) -> None:
+        try:
+            self._reader.close()
+        finally:
+            super().close()
+
+
+class SplitReadsNoSyncWait(SplitReads):
+    """The tooth: the split without the template's Galera fix."""
+
+    WSREP_SYNC_WAIT = 0
+
+
 def _next_index(counter: str, n: int) -> int:
     """The next node, round robin, across processes: a counter file under an exclusive lock."""
     fd = os.open(counter, os.O_RDWR | os.O_CREAT, 0o600)
@@ -90,9 +137,13 @@ def _next_index(counter: str, n: int) -> int:
 
 def open_spread(dsns: Sequence[str], counter: str, database: str,
                 store_class: type[MariaDBTaskStore] = MariaDBTaskStore) -> MariaDBTaskStore:
-    """A store on the next node of ``dsns`` (round robin over every call, all processes)."""
-    dsn = dsns[_next_index(counter, len(dsns))]
-    return store_class(dsn, database=database, max_size=2, call_timeout=CALL_TIMEOUT,
+    """A store on the next node of ``dsns`` (round robin over every call, all processes);
+    a :class:`SplitReads` reads on the node after it."""
+    i = _next_index(counter, len(dsns))
+    if issubclass(store_class, SplitReads):
+        return store_class(dsns[i], read_dsn=dsns[(i + 1) % len(dsns)], database=database,
+                           max_size=2, call_timeout=CALL_TIMEOUT, timeout=CALL_TIMEOUT)
+    return store_class(dsns[i], database=database, max_size=2, call_timeout=CALL_TIMEOUT,
                        timeout=CALL_TIMEOUT)
 
 
