@@ -204,8 +204,8 @@ from .mariadb_schema import (
 )
 
 __all__ = [
-    "DSN_ENV",
     "DEADLOCK_RETRY_SECONDS",
+    "DSN_ENV",
     "MAX_ATTEMPTS",
     "NETWORK_CALL_TIMEOUT",
     "SCHEMA_VERSION",
