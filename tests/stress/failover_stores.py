@@ -37,8 +37,9 @@ lost (XP-FAULT-DURABILITY passes). ``synchronous=False`` (Postgres's default, no
 synchronous standby) is the tooth: commits acknowledged in the last moments before the
 crash are missing on the promoted standby.
 
-:class:`CancelOnTimeout` is the partition's tooth: the reference store whose client
-timeout *cancels* the query (``PGcancel``, as asyncpg's ``timeout=``, JDBC's
+:class:`CancelOnTimeout` (the fault run's tooth of the same name, ``fault_stores.py``)
+is the partition's tooth: the reference store whose client timeout *cancels* the query
+(``PGcancel``, as asyncpg's ``timeout=``, JDBC's
 ``setQueryTimeout`` or a cancelled Go context in pgx do) instead of cutting the socket.
 Postgres's known trap: a cancel that reaches a COMMIT waiting for the synchronous
 standby ends the wait with only a WARNING ("canceling wait for synchronous replication
@@ -67,12 +68,13 @@ from typing import Any
 from chongming_conformance.faults import Action, Deployment
 from chongming_conformance.faults.proxy import FaultProxy
 from chongming_conformance.faults.toxics import Latency, Timeout
-from reference_stores.postgres import PostgresTaskStore, _Watchdog
+from reference_stores.postgres import PostgresTaskStore
 
 _INTEGRATION = str(Path(__file__).resolve().parent.parent / "integration")
 if _INTEGRATION not in sys.path:  # throwaway_servers
     sys.path.insert(0, _INTEGRATION)
 
+from fault_stores import CancelOnTimeout  # noqa: E402  (the fault run's tooth, reused)
 from throwaway_servers import ThrowawayPostgres, ThrowawayStandby  # noqa: E402
 
 __all__ = ["CALL_TIMEOUT", "PARTITION_HOLD", "CancelOnTimeout", "FailoverPostgres"]
@@ -232,39 +234,3 @@ class FailoverPostgres:
             if part is not None:
                 with contextlib.suppress(Exception):
                     part.close() if not isinstance(part, FaultProxy) else part.stop()
-
-
-class _CancellingWatchdog(_Watchdog):
-    """The reference watchdog, but a late call is *cancelled* (a CancelRequest to the
-    server) rather than its socket shut down: the timeout of most drivers."""
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._tick):
-            now = time.monotonic()
-            late = []
-            with self._lock:
-                for lease in self._lent.values():
-                    if lease.deadline > now:
-                        break
-                    if not lease.cut:
-                        lease.cut = True
-                        late.append(lease.conn)
-            for conn in late:  # a cancel is a new connection to the server: not under the lock
-                with contextlib.suppress(Exception):
-                    conn.cancel_safe(timeout=5.0)
-
-
-class CancelOnTimeout(PostgresTaskStore):
-    """The partition's tooth: the reference store whose ``call_timeout`` cancels the query.
-
-    A cancelled COMMIT that was waiting for the synchronous standby returns success (a
-    WARNING only), so this store acknowledges writes the standby lacks; everything else
-    is the reference store's.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        original = self._watchdog
-        if original is not None:
-            self._watchdog = _CancellingWatchdog(original.limit, f"cancelling:{self._schema}")
-            original.stop()
