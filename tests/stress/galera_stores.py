@@ -224,3 +224,9 @@ class GaleraStores:
         import shutil
 
         shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> GaleraStores:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -97,17 +97,12 @@ def _gate(stores: GaleraStores, scenarios: tuple[str, ...]) -> None:
 
 def test_template_passes_multi_primary_and_behind_a_read_write_split() -> None:
     with _cluster() as cluster:
-        fixed = GaleraStores(cluster, spread=True)
-        try:
+        with GaleraStores(cluster, spread=True) as fixed:
             _gate(fixed, GALERA_SAMPLE)
-        finally:
-            fixed.close()
-        split = GaleraStores(cluster, spread=True, store_class=SplitReads)
-        try:  # the control: the split itself is no fault of the store
+        # The control: the split itself is no fault of the store.
+        with GaleraStores(cluster, spread=True, store_class=SplitReads) as split:
             control = _run(split, "mixed_workload", _profile(0))
-            assert control.ok, control.report()
-        finally:
-            split.close()
+        assert control.ok, control.report()
 
 
 @pytest.mark.full_evidence
@@ -120,9 +115,8 @@ def _caught(cluster: Any, scenario: str, clause: str, seeds: tuple[int, ...],
             store_class: type[Any] = NoSyncWaitStore) -> None:
     """The template without wsrep_sync_wait fails ``scenario`` on ``clause`` alone, in
     one of ``seeds`` (a stale read is a race: each seed may miss)."""
-    tooth = GaleraStores(cluster, spread=True, store_class=store_class)
     misses = []
-    try:
+    with GaleraStores(cluster, spread=True, store_class=store_class) as tooth:
         for seed in seeds:
             result = _run(tooth, scenario, _profile(seed))
             assert not result.errors, result.report()
@@ -130,8 +124,6 @@ def _caught(cluster: Any, scenario: str, clause: str, seeds: tuple[int, ...],
                 assert result.blamed() == [clause], result.report()
                 return
             misses.append(seed)
-    finally:
-        tooth.close()
     pytest.fail(f"the template without wsrep_sync_wait passed {scenario} in seeds {misses}: "
                 f"{clause} has no teeth on Galera")
 
@@ -145,24 +137,16 @@ def test_unfixed_reads_are_caught_as_stale_reads() -> None:
 @pytest.mark.full_evidence
 @pytest.mark.parametrize("spread", [False, True], ids=["one-node", "multi-primary"])
 def test_template_passes_every_fault_free_scenario(spread: bool) -> None:
-    with _cluster() as cluster:
-        stores = GaleraStores(cluster, spread=spread)
-        try:
-            _gate(stores, FAULT_FREE)
-        finally:
-            stores.close()
+    with _cluster() as cluster, GaleraStores(cluster, spread=spread) as stores:
+        _gate(stores, FAULT_FREE)
 
 
 @pytest.mark.full_evidence
 @pytest.mark.parametrize("kind", ["crash", "partition"])
 def test_template_survives_a_node_fault(kind: str) -> None:
-    with _cluster() as cluster:
-        stores = GaleraStores(cluster, spread=True)
-        try:
-            result = _run(stores, "fault_workload", _profile(0, "deployment"),
-                          stores.deployment(kind))
-        finally:
-            stores.close()
+    with _cluster() as cluster, GaleraStores(cluster, spread=True) as stores:
+        result = _run(stores, "fault_workload", _profile(0, "deployment"),
+                      stores.deployment(kind))
     assert result.ok, result.report()
     line = next(c for c in result.coverage if c.startswith("deployment:"))
     if kind == "crash":
