@@ -10,7 +10,8 @@ kit's fault proxy; the link is blackholed, so a COMMIT waits for the standby:
   with a WARNING (SQLSTATE 01000, "canceling wait for synchronous replication") and the
   COMMIT returns **success**: the row is committed on the primary and missing on the
   standby. A store that passes that success on acknowledges a write a failover loses
-  (tests/stress/failover_stores.py, ``CancelOnTimeout``; docs/failover.md).
+  (``CancelOnTimeout`` of tests/stress/fault_stores.py, run across a failover by
+  tests/stress/failover_stores.py; docs/failover.md).
 
 Skips visibly without the PostgreSQL binaries; ``CHONGMING_REQUIRE_POSTGRES=1`` fails.
 """
