@@ -25,12 +25,17 @@ status ``s``::
 
     #{tasks whose every candidate is s} <= counts()[s] <= #{tasks with some candidate s}
 
-and, as every task has one status at the call's point, the counts add up to the tasks
-that exist there: between the tasks no candidate of which is "missing" and those with
-some candidate that is not (a task counted under two statuses at once fails this alone);
-and a prune that returned ``n`` with ``keep_terminal=k`` satisfies
-``max(certain - k, 0) <= n <= max(possible - k, 0)`` over the terminal tasks. All these
-bounds are necessary for any linearization, so a correct store never fails them
+and the counts add up -- within what the guide asks, a number per status, not one
+snapshot of all of them: a store may read each status at its own instant of the call (a
+key-value store reads its status indexes one after another), so a task is counted once
+under each status it held during the call. That is one, unless creates or saves of it
+may take effect inside the call (``Candidates.moves``), each adding at most one; and a
+write takes effect once, so over calls that do not overlap the tasks counted twice are at
+most the writes that may land inside them (``_moved_once``: an index entry a crashed save
+left behind fails this, counted in every later call). And a prune that returned ``n``
+with ``keep_terminal=k`` satisfies ``max(certain - k, 0) <= n <= max(possible - k, 0)``
+over the terminal tasks. All these bounds hold in any linearization (the sum's also
+where each status is read at its own instant), so a correct store never fails them
 (sound); they cannot see what a finer reasoning across tasks would.
 """
 
@@ -121,7 +126,13 @@ class Candidates:
         self._by_value: dict[str, list[tuple[Value, list[float], list[tuple[float, int,
                                                                             float]]]]] = {}
         self._overtaken: dict[str, list[tuple[_Write, float]]] = {}
+        # Per task: each write's invoke and the last instant it can take effect at (its end,
+        # the read that showed it, the certain write that overtook it), for ``moves``.
+        self._spans: dict[str, list[tuple[float, float, Call]]] = {}
         for t, ws in writes.items():
+            self._spans[t] = [(w.t_invoke, min(w.end, seen.get(id(w.call), math.inf),
+                                               overtaken.get(id(w.call), math.inf)), w.call)
+                              for w in ws]
             # (A write of unknown outcome ends never: ``Call.end`` is then inf.)
             certain = sorted((_Write(w.call, w.value, w.t_invoke,
                                      min(w.end, seen.get(id(w.call), math.inf)))
@@ -168,6 +179,13 @@ class Candidates:
             if w.call is not call and w.t_invoke <= stop and call.t_invoke <= overtaken_at:
                 out.add(w.value)
         return out
+
+    def moves(self, call: Call, task: str) -> list[Call]:
+        """The creates and saves of ``task`` that may take effect inside ``call``: invoked
+        before it returned, and not certain (returned, shown, overtaken) before its invoke."""
+        stop = call.t_return if call.t_return is not None else math.inf
+        return [c for t_invoke, last, c in self._spans[task]
+                if c is not call and t_invoke <= stop and last >= call.t_invoke]
 
     def sources(self, call: Call, task: str) -> list[Call]:
         """The writes the values come from (for an explanation; a linear scan)."""
@@ -273,18 +291,66 @@ def check_ranges(calls: Sequence[Call], initial: Model | None = None) -> list[Ra
         return []
     cands = Candidates(calls, initial)
     problems: list[RangeProblem] = []
+    over: list[_Over] = []
     for c in counted:
         table = {t: cands.values(c, t) for t in cands.tasks}
         if c.method == "counts":
-            problems.extend(_counts(c, table, cands))
+            found, excess = _counts(c, table, cands)
+            problems.extend(found)
+            if excess is not None:
+                over.append(excess)
         else:
             problem = _prune(c, table, cands)
             if problem is not None:
                 problems.append(problem)
+    problem = _moved_once(over)
+    if problem is not None:
+        problems.append(problem)
     return problems
 
 
-def _counts(c: Call, table: dict[str, set[Value]], cands: Candidates) -> list[RangeProblem]:
+@dataclass(slots=True)
+class _Over:
+    """A counts() answer above one per existing task, and the writes that may explain it."""
+
+    call: Call
+    excess: int
+    moves: set[int]
+
+
+def _moved_once(over: Sequence[_Over]) -> RangeProblem | None:
+    """Counts over several calls that no two of overlap, more tasks counted twice than
+    writes that could have moved them.
+
+    Each extra count needs a write taking effect inside its call (see ``_counts``), and a
+    write takes effect at one instant: inside at most one of calls that do not overlap. A
+    save whose reply was lost, or whose writer was killed, may explain one call's extra
+    count -- not every later call's (an index entry its crash left behind, counted for
+    ever). Checked over each run of consecutive calls in a chain of non-overlapping ones.
+    """
+    chain: list[_Over] = []
+    for o in sorted(over, key=lambda o: o.call.end):
+        if not chain or o.call.t_invoke > chain[-1].call.end:
+            chain.append(o)
+    for i in range(len(chain)):
+        excess, moves = 0, set()
+        for j in range(i, len(chain)):
+            excess += chain[j].excess
+            moves |= chain[j].moves
+            if excess > len(moves):
+                calls = [o.call for o in chain[i:j + 1]]
+                return RangeProblem(
+                    "counts-range", chain[j].call,
+                    f"counts() counted a task under two statuses {excess} time(s) over "
+                    f"{len(calls)} calls that do not overlap, but only {len(moves)} write(s) "
+                    "could have moved a task inside any of them, and a write takes effect "
+                    "once: a task counted under two statuses while nothing moved it (an "
+                    "index entry left behind)", calls[-8:])
+    return None
+
+
+def _counts(c: Call, table: dict[str, set[Value]], cands: Candidates
+            ) -> tuple[list[RangeProblem], _Over | None]:
     got: dict[TaskStatus, int] = c.result or {}
     certain_n: Counter[Value] = Counter()
     possible_n: Counter[Value] = Counter()
@@ -311,28 +377,42 @@ def _counts(c: Call, table: dict[str, set[Value]], cands: Candidates) -> list[Ra
                 f"counts() returned {n} {status.value}, but at most {len(possible)} task(s) "
                 f"could have been {status.value} at any instant of the call"
                 + (f": {_shown(possible)}" if possible else ""), [c]))
-    # Each task has one status at the call's point, so the counts add up to the tasks that
-    # exist there: a task counted under two statuses at once (a save's new index entry
-    # written, its old one not yet removed) fits each status's range but not this one.
     if out:  # one answer, one problem: the per-status ranges already show it
-        return out
+        return out, None
     total = sum(got.values())
-    exists_certain = sorted(t for t, vals in table.items() if vals and None not in vals)
-    exists_possible = sorted(t for t, vals in table.items()
-                             if any(v is not None for v in vals))
-    if total > len(exists_possible):
+    hi = lo = tasks = 0
+    moved: set[int] = set()
+    for t, vals in table.items():
+        held = len(vals - {None})
+        tasks += held > 0
+        moves = cands.moves(c, t) if held > 1 else []
+        moved.update(id(m) for m in moves)
+        # A task is counted under each status it held at the instant that status was
+        # read -- at most once per status it held during the call: one, unless a create
+        # or save of it took effect inside the call, each adding at most one.
+        hi += min(held, 1 + len(moves))
+        # It is surely counted if it existed throughout (no prune inside: that would make
+        # "missing" a value) and either had one status or none of its writes could take
+        # effect inside (one that did may move it from a status not yet read to one read).
+        if held and None not in vals and (held == 1 or not moves):
+            lo += 1
+    if total > hi:
         out.append(RangeProblem(
             "counts-range", c,
-            f"counts() returned {total} task(s) in all, but at most {len(exists_possible)} "
-            "task(s) could have existed at any instant of the call (a task counted under "
-            "two statuses at once, or one that was not there)", [c]))
-    elif total < len(exists_certain):
-        why = [w for t in exists_certain for w in cands.sources(c, t)][:8]
+            f"counts() returned {total} task(s) in all, but at most {hi} could have been "
+            "counted: a task is counted under each status it held during the call, and "
+            "holds a second one only if a write of it took effect inside the call (a task "
+            "counted under two statuses while nothing moved it, or one that was not there)",
+            [c]))
+    elif total < lo:
+        certain = sorted(t for t, vals in table.items() if vals and None not in vals)
+        why = [w for t in certain for w in cands.sources(c, t)][:8]
         out.append(RangeProblem(
             "counts-range", c,
-            f"counts() returned {total} task(s) in all, but {len(exists_certain)} task(s) "
-            f"existed at every instant of the call: {_shown(exists_certain)}", [c, *why]))
-    return out
+            f"counts() returned {total} task(s) in all, but {lo} task(s) existed at every "
+            f"instant of the call and nothing could move them inside it: {_shown(certain)}",
+            [c, *why]))
+    return out, (_Over(c, total - tasks, moved) if not out and total > tasks else None)
 
 
 def _prune(c: Call, table: dict[str, set[Value]], cands: Candidates) -> RangeProblem | None:
