@@ -469,6 +469,60 @@ def test_a_write_explains_a_task_counted_twice_in_one_call_only() -> None:
     assert check(overlapping.calls()).ok, check(overlapping.calls()).report()
 
 
+def test_a_duplicate_create_of_a_task_never_pruned_cannot_land_once_it_exists() -> None:
+    """A create that raised (a duplicate id) has an unknown effect -- but a create lands
+    only on a missing task, and a task never terminal is never pruned: once it certainly
+    exists the create took effect before or never, so a count after that holds the task
+    under the create's status fails. The twin: on a task a save made terminal (a prune may
+    drop it, and the create land on the gap) the same count passes."""
+    dup = saved(0, "w1-dup", status=TaskStatus.RUNNING)
+    r = Recorder()
+    r.setup()
+    r.create(1, dup, (1.0, 1.1), outcome=FAILED)
+    r.call(2, "counts", {}, "counts", {}, (2.0, 2.1),
+           result={TaskStatus.PENDING: 3, TaskStatus.RUNNING: 1}, summary=4)
+    result = check(r.calls())
+    assert [v.kind for v in result.violations] == ["counts-range", "counts-range"], \
+        result.report()
+    assert "at most 0 task(s) could have been running" in result.violations[1].explanation
+
+    twin = Recorder()
+    twin.setup()
+    twin.save(1, saved(1, "w1-s1", status=TaskStatus.SUCCEEDED), 0, (0.3, 0.4))
+    twin.prune(2, 0, 1, (0.5, 0.6))
+    twin.create(1, dup, (1.0, 1.1), outcome=FAILED)
+    twin.call(2, "counts", {}, "counts", {}, (2.0, 2.1),
+              result={TaskStatus.PENDING: 3, TaskStatus.RUNNING: 1}, summary=4)
+    assert check(twin.calls()).ok, check(twin.calls()).report()
+
+
+def test_a_prune_that_returned_dropped_every_task_terminal_throughout_it() -> None:
+    """``prune(keep_terminal=0)`` drops every terminal task: one terminal at every instant
+    of the prune is gone by its end, and a count after it that still holds the task fails.
+    The twin: a touch of that task overlapping the prune may hold its row locked from a
+    prune that skips locked rows, and the same count passes."""
+    doomed = task("mix-done-w1-1", name="w1-done", status=TaskStatus.SUCCEEDED)
+    kept = {TaskStatus.PENDING: 4, TaskStatus.SUCCEEDED: 1}
+    r = Recorder()
+    r.setup()
+    r.create(1, doomed, (0.1, 0.2))
+    r.prune(2, 0, 1, (1.0, 1.1))
+    r.call(3, "counts", {}, "counts", {}, (2.0, 2.1), result=kept, summary=5)
+    result = check(r.calls())
+    assert "counts-range" in {v.kind for v in result.violations}, result.report()
+    assert any("at most 0 task(s) could have been succeeded" in v.explanation
+               for v in result.violations), result.report()
+
+    twin = Recorder()
+    twin.setup()
+    twin.create(1, doomed, (0.1, 0.2))
+    twin.renew(1, "mix-done-w1-1", 1, (0.9, 1.05))
+    twin.prune(2, 0, 1, (1.0, 1.1))
+    twin.call(3, "counts", {}, "counts", {}, (2.0, 2.1), result=kept, summary=5)
+    assert "counts-range" not in {v.kind for v in check(twin.calls()).violations}, \
+        check(twin.calls()).report()
+
+
 def test_counts_during_a_create_may_count_the_new_task_or_not() -> None:
     r = Recorder()
     r.setup()

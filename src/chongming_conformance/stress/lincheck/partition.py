@@ -133,20 +133,26 @@ def _gone_after(calls: Sequence[Call]) -> dict[str, float]:
     a call on the task that only reads or deletes it is a no-op on a missing task, and
     leaving it out of the partition changes nothing the search decides.
     """
+    return {t: c.end for t, c in gone_queries(calls).items()}
+
+
+def gone_queries(calls: Sequence[Call]) -> dict[str, Call]:
+    """Per task, the query from whose return on it is certainly missing (``_gone_after``)."""
     last_create: dict[str, float] = {}
     for c in calls:
         if c.method == "create":
             tid = c.args["snapshot"].task_id
             last_create[tid] = max(last_create.get(tid, -math.inf), c.end)
-    gone: dict[str, float] = {}
+    gone: dict[str, Call] = {}
     for c in calls:
         if (c.method != "query" or c.outcome is not Outcome.OK
                 or c.args.get("query") not in (None, TaskQuery())):
             continue
         returned = {s.task_id for s in c.result or []}
         for tid, end in last_create.items():
-            if tid not in returned and end < c.t_invoke and c.end < gone.get(tid, math.inf):
-                gone[tid] = c.end
+            if tid not in returned and end < c.t_invoke and (
+                    tid not in gone or c.end < gone[tid].end):
+                gone[tid] = c
     return gone
 
 

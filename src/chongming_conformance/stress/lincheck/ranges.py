@@ -51,7 +51,7 @@ from typing import Any
 from ...oracle import Model
 from ...protocol.model import TaskStatus
 from .history import Call, Outcome
-from .partition import possibly_terminal
+from .partition import gone_queries, possibly_terminal
 
 __all__ = ["Candidates", "RangeProblem", "check_ranges"]
 
@@ -95,7 +95,10 @@ def _prefix_best(value: Value, writes: Sequence[_Write]
 class Candidates:
     """For any call: the values each task may have at its point (see the docstring)."""
 
-    def __init__(self, calls: Sequence[Call], initial: Model | None) -> None:
+    def __init__(self, calls: Sequence[Call], initial: Model | None,
+                 deletions: dict[str, list[Call]] | None = None) -> None:
+        """``deletions``: per task, calls that certainly left it missing by their end (a
+        prune it was terminal throughout, a query that saw it gone: ``_deletions``)."""
         terminal = possibly_terminal(calls, initial)
         prunes = [c for c in calls if c.method == "prune"
                   and not (c.outcome is Outcome.OK and c.result == 0)]
@@ -111,6 +114,17 @@ class Candidates:
                 writes[snap.task_id].append(_Write(c, snap.status, c.t_invoke, c.end))
         seen = _observed(calls, writes)
         overtaken = _overtaken(writes, seen, initial)
+        for key, at in _late_creates(writes, seen, initial, terminal).items():
+            overtaken[key] = min(at, overtaken.get(key, math.inf))
+        # Per task: each create's and save's invoke and the last instant it can take effect
+        # at (its end, the read that showed it, the certain write that overtook it).
+        self._spans: dict[str, list[tuple[float, float, Call]]] = {
+            t: [(w.t_invoke, min(w.end, seen.get(id(w.call), math.inf),
+                                 overtaken.get(id(w.call), math.inf)), w.call) for w in ws]
+            for t, ws in writes.items()}
+        # A certain deletion is a certain write of "missing" to that task alone.
+        for t, gone in (deletions or {}).items():
+            writes[t].extend(_Write(c, None, c.t_invoke, c.end) for c in gone)
         # Prunes are writes of "missing" to every terminal task alike: one shared list.
         self._terminal = terminal
         self._prunes = [_Write(c, None, c.t_invoke, c.end) for c in prunes]
@@ -126,13 +140,7 @@ class Candidates:
         self._by_value: dict[str, list[tuple[Value, list[float], list[tuple[float, int,
                                                                             float]]]]] = {}
         self._overtaken: dict[str, list[tuple[_Write, float]]] = {}
-        # Per task: each write's invoke and the last instant it can take effect at (its end,
-        # the read that showed it, the certain write that overtook it), for ``moves``.
-        self._spans: dict[str, list[tuple[float, float, Call]]] = {}
         for t, ws in writes.items():
-            self._spans[t] = [(w.t_invoke, min(w.end, seen.get(id(w.call), math.inf),
-                                               overtaken.get(id(w.call), math.inf)), w.call)
-                              for w in ws]
             # (A write of unknown outcome ends never: ``Call.end`` is then inf.)
             certain = sorted((_Write(w.call, w.value, w.t_invoke,
                                      min(w.end, seen.get(id(w.call), math.inf)))
@@ -184,7 +192,7 @@ class Candidates:
         """The creates and saves of ``task`` that may take effect inside ``call``: invoked
         before it returned, and not certain (returned, shown, overtaken) before its invoke."""
         stop = call.t_return if call.t_return is not None else math.inf
-        return [c for t_invoke, last, c in self._spans[task]
+        return [c for t_invoke, last, c in self._spans.get(task, ())
                 if c is not call and t_invoke <= stop and last >= call.t_invoke]
 
     def sources(self, call: Call, task: str) -> list[Call]:
@@ -278,6 +286,37 @@ def _overtaken(writes: dict[str, list[_Write]], seen: dict[int, float],
     return out
 
 
+def _late_creates(writes: dict[str, list[_Write]], seen: dict[int, float],
+                  initial: Model | None, terminal: set[str]) -> dict[int, float]:
+    """The creates of unknown outcome that cannot take effect any more: id(create call) ->
+    from when (as in ``_overtaken``).
+
+    A create takes effect only where its task is missing, and a task that is never
+    terminal is never pruned: once it exists it exists for good. So on such a task a
+    create that raised (a duplicate id is a ``StoreError``, of unknown effect like any
+    other) took effect before the first certain write of that task other than itself, or
+    never -- and on a task there from the start, never. Without this every duplicate
+    create the workload tries on a key task keeps "it may land now" open for the rest of
+    the run, and every later counts() may count that task twice.
+    """
+    out: dict[int, float] = {}
+    starts = {} if initial is None else initial.tasks
+    for t, ws in writes.items():
+        if t in terminal:
+            continue
+        certain = [(min(w.end, seen.get(id(w.call), math.inf)), w) for w in ws
+                   if w.call.outcome is Outcome.OK or id(w.call) in seen]
+        for w in ws:
+            if w.call.method != "create" or w.end != math.inf or id(w.call) in seen:
+                continue
+            ends = [end for end, c in certain if c is not w]
+            if t in starts:
+                out[id(w.call)] = -math.inf
+            elif ends:
+                out[id(w.call)] = min(ends)
+    return out
+
+
 def _shown(tasks: Sequence[str], limit: int = 6) -> str:
     more = f" and {len(tasks) - limit} more" if len(tasks) > limit else ""
     return ", ".join(repr(t) for t in tasks[:limit]) + more
@@ -290,6 +329,9 @@ def check_ranges(calls: Sequence[Call], initial: Model | None = None) -> list[Ra
     if not counted:
         return []
     cands = Candidates(calls, initial)
+    deletions = _deletions(calls, cands)
+    if deletions:
+        cands = Candidates(calls, initial, deletions)
     problems: list[RangeProblem] = []
     over: list[_Over] = []
     for c in counted:
@@ -307,6 +349,47 @@ def check_ranges(calls: Sequence[Call], initial: Model | None = None) -> list[Ra
     if problem is not None:
         problems.append(problem)
     return problems
+
+
+def _deletions(calls: Sequence[Call], cands: Candidates) -> dict[str, list[Call]]:
+    """Per task, the calls after whose end it is certainly missing.
+
+    A prune with ``keep_terminal=0`` that returned drops every task terminal at its
+    point; one terminal at every instant of the call (``cands``: no candidate that is
+    missing or not terminal) was dropped by its end -- taken only where no other prune
+    and no create, save, touch or append of that task overlaps the call (one of unknown
+    outcome overlaps every later call), so that nothing may hold the task's rows locked
+    from a prune that skips locked rows. A query that saw a task gone after
+    its every create ended (``partition.gone_queries``) leaves it missing for good: a save
+    of a missing task is a conflict. Without them a task a prune took stays "maybe still
+    there" for the rest of the run, and every pruned task widens the count ranges by one.
+    """
+    out: dict[str, list[Call]] = defaultdict(list)
+    prunes = [c for c in calls if c.method == "prune"]
+    touching: dict[str, list[Call]] = defaultdict(list)
+    for c in calls:
+        if c.method in ("create", "save"):
+            touching[c.args["snapshot"].task_id].append(c)
+        elif c.method == "touch":
+            touching[c.args["task_id"]].append(c)
+        elif c.method == "append":
+            touching[c.args["transition"].task_id].append(c)
+    for c in prunes:
+        if (c.outcome is not Outcome.OK or int(c.args.get("keep_terminal", 0)) != 0
+                or any(o is not c and _overlap(o, c) for o in prunes)):
+            continue
+        for t in cands.tasks:
+            vals = cands.values(c, t)
+            if vals and all(v is not None and v.is_terminal for v in vals) and not any(
+                    _overlap(o, c) for o in touching.get(t, ())):
+                out[t].append(c)
+    for t, q in gone_queries(calls).items():
+        out[t].append(q)
+    return dict(out)
+
+
+def _overlap(a: Call, b: Call) -> bool:
+    return a.t_invoke <= b.end and b.t_invoke <= a.end
 
 
 @dataclass(slots=True)

@@ -7,7 +7,8 @@ shared tasks, commands, terminal tasks of its own), recorded in full
 real) and a check phase in which nobody but the round's checker writes: every worker
 reads the key tasks; then the checker alone reads their history, ``counts()`` and
 ``query()`` with every filter kind (:data:`CHECK_QUERIES`), claims every claimable command
-(then releases them) and saves one key task, which every other worker then reads again.
+(then releases them), reads ``counts()`` again and saves one key task, which every other
+worker then reads again.
 The work phase's queries draw every filter kind too, falsy values included (the run id
 and name ``""``, bucket 0), alone or two combined (:func:`filters`). While the rounds run,
 ``crash_cycles`` extra workers each claim some commands and then write as fast as
@@ -272,7 +273,9 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
     round's checker alone reads their history, ``counts()`` and ``query()``, submits a
     command and claims every claimable command -- that one at least; a claim no other
     command call overlaps, so it must return every command that is claimable (the strict
-    skip policy) -- releases them, and saves one key task. (3)
+    skip policy) -- releases them, reads ``counts()`` once more (two counts that do not
+    overlap: a task counted twice in both was not moved by one write) and saves one key
+    task. (3)
     Every other worker reads that task again: it must see the save (a private cache
     would not)."""
     s = ctx.store
@@ -303,6 +306,11 @@ def _check_phase(ctx: WorkerContext, st: State, r: int, *, checker: bool) -> Non
             ctx.call("release", {"id": c.command_id, "check": True},
                      partial(s.release_command, c.command_id, now=at(now)), now=at(now),
                      qualifier="held")
+        # counts() again: a store may count a task moved inside one call under two
+        # statuses, but a write lands once -- an entry still counted twice here, with
+        # nothing new in flight, was left behind (``lincheck.ranges._moved_once``).
+        ctx.call("counts", {"check": True}, s.counts,
+                 summarize=lambda c: {st.value: n for st, n in c.items()})
         if ctx.params.get("aimed"):  # read: the frozen writes may go on (``_aimed``)
             signal_file(ctx.params["signals"], f"checked{r}")
         read_and_save(ctx, st, probe)
