@@ -42,10 +42,9 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from throwaway_servers import (
+    ClosesOnExit,
     MissingBinaries,
     ServerError,
     ThrowawayMariaDB,
@@ -159,7 +158,7 @@ class GaleraNode(ThrowawayMariaDB):
             conn.close()
 
 
-class ThrowawayGalera:
+class ThrowawayGalera(ClosesOnExit):
     """``with ThrowawayGalera() as cluster: ... cluster.dsns ...``: a private Galera cluster.
 
     The constructor starts every node and returns once all of them are ``Synced`` in a
@@ -258,17 +257,6 @@ class ThrowawayGalera:
         for node in self.nodes:
             with contextlib.suppress(Exception):
                 node.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _tail(path: Path, size: int = 1500) -> str:

@@ -169,7 +169,26 @@ def _remove_tree(path: Path) -> None:
 
 
 # -- Postgres --------------------------------------------------------------------------------
-class _PostgresCluster:
+class ClosesOnExit:
+    """``with`` closes it: every throwaway server (and cluster) is a context manager whose
+    exit is its ``close()``, which never raises."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _PostgresCluster(ClosesOnExit):
     """What a primary and a standby share: a data directory run by pg_ctl."""
 
     def __init__(self, root: Path, port: int, user: str | None) -> None:
@@ -279,17 +298,6 @@ class _PostgresCluster:
             return
         self._closed = True
         _close_postgres(self.root, self.data, self._user)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _close_postgres(root: Path, data: Path, user: str | None) -> None:
@@ -440,7 +448,7 @@ def _close_mariadb(root: Path, pid_file: Path, proc: subprocess.Popen[bytes] | N
     _remove_tree(root)
 
 
-class ThrowawayMariaDB:
+class ThrowawayMariaDB(ClosesOnExit):
     """A private MariaDB server: ``with ThrowawayMariaDB() as db: ... db.dsn ...``.
 
     Root has no password; the ``test`` database exists. ``settings`` are server
@@ -608,14 +616,3 @@ class ThrowawayMariaDB:
         self._closed = True
         self._finalizer.detach()
         _close_mariadb(self.root, self.pid_file, self._proc)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
