@@ -39,7 +39,8 @@ from . import projection as pj
 from .history import Call, Outcome
 from .projection import Key, Projection, State, Step
 
-__all__ = ["Partition", "describe_key", "partition_history", "possibly_terminal"]
+__all__ = ["Partition", "describe_key", "gone_queries", "overlap", "partition_history",
+           "possibly_terminal"]
 
 #: Reads: a call of unknown outcome among them constrains nothing.
 READS = frozenset({"get", "history", "query", "counts"})
@@ -168,7 +169,8 @@ def _prunes(call: Call) -> bool:
 SKIP_POLICIES = ("any", "concurrent")
 
 
-def _overlap(a: Call, b: Call) -> bool:
+def overlap(a: Call, b: Call) -> bool:
+    """Do the two calls' intervals meet (a call of unknown outcome ends never)?"""
     return a.t_invoke <= b.end and b.t_invoke <= a.end
 
 
@@ -198,13 +200,13 @@ def _left_out(calls: Sequence[Call]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     for c in claims:
         if c.outcome is not Outcome.OK or any(
-                o is not c and _overlap(o, c) for o in (*claims, *prunes)):
+                o is not c and overlap(o, c) for o in (*claims, *prunes)):
             continue
         returned = {cmd.command_id for cmd in c.result or []}
         out[id(c)] = [cid for cid, start in first_submit.items()
                       if cid not in returned and start <= c.end
                       and finished.get(cid, math.inf) >= c.t_invoke
-                      and not any(_overlap(o, c) for o in touching[cid])]
+                      and not any(overlap(o, c) for o in touching[cid])]
     return out
 
 

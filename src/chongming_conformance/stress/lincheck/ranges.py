@@ -51,7 +51,7 @@ from typing import Any
 from ...oracle import Model
 from ...protocol.model import TaskStatus
 from .history import Call, Outcome
-from .partition import gone_queries, possibly_terminal
+from .partition import gone_queries, overlap, possibly_terminal
 
 __all__ = ["Candidates", "RangeProblem", "check_ranges"]
 
@@ -376,20 +376,16 @@ def _deletions(calls: Sequence[Call], cands: Candidates) -> dict[str, list[Call]
             touching[c.args["transition"].task_id].append(c)
     for c in prunes:
         if (c.outcome is not Outcome.OK or int(c.args.get("keep_terminal", 0)) != 0
-                or any(o is not c and _overlap(o, c) for o in prunes)):
+                or any(o is not c and overlap(o, c) for o in prunes)):
             continue
         for t in cands.tasks:
             vals = cands.values(c, t)
             if vals and all(v is not None and v.is_terminal for v in vals) and not any(
-                    _overlap(o, c) for o in touching.get(t, ())):
+                    overlap(o, c) for o in touching.get(t, ())):
                 out[t].append(c)
     for t, q in gone_queries(calls).items():
         out[t].append(q)
     return dict(out)
-
-
-def _overlap(a: Call, b: Call) -> bool:
-    return a.t_invoke <= b.end and b.t_invoke <= a.end
 
 
 @dataclass(slots=True)
